@@ -1,0 +1,327 @@
+//! executor-store: persistence of Executor behind the [`Store`] trait.
+//!
+//! Integrations (tenant-scoped catalog rows), connections (saved credentials per integration and
+//! owner), the tools produced per connection with their shared schema definitions, and a
+//! provisional secret table. [`SqliteStore`] is the embedded implementation (one `data.db` in WAL
+//! mode under the data directory, guarded by an exclusive owner lock); the trait leaves room for
+//! a PostgreSQL implementation.
+//!
+//! Owner rules (spec §1.1): owned rows carry `(tenant, owner, subject)`. `org` rows are stored
+//! with subject `""` and are visible to every subject of the tenant; `user` rows carry the subject
+//! and are visible only to it. Writing a `user` row without a subject is [`StoreError::NoSubject`].
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+mod lock;
+mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+/// Re-exported so callers can name these without depending on `executor-core` directly.
+pub use executor_core::{Owner, ToolAddress};
+
+/// The schema version this build writes and understands (stored in the `meta` table).
+pub const SCHEMA_VERSION: i64 = 1;
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Who is asking: the tenant and, when known, the acting subject (local: `Some("local")`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Scope {
+    pub tenant: String,
+    pub subject: Option<String>,
+}
+
+impl Scope {
+    pub fn new(tenant: impl Into<String>, subject: Option<String>) -> Self {
+        Self {
+            tenant: tenant.into(),
+            subject,
+        }
+    }
+
+    /// The local scope: the given tenant with subject `"local"`.
+    pub fn local(tenant: impl Into<String>) -> Self {
+        Self::new(tenant, Some("local".to_owned()))
+    }
+
+    /// The stored subject for a row owned by `owner`: `""` for `org`, the subject for `user`
+    /// (`None` when this scope has no subject).
+    pub fn subject_for(&self, owner: Owner) -> Option<&str> {
+        match owner {
+            Owner::Org => Some(""),
+            Owner::User => self.subject.as_deref().filter(|s| !s.is_empty()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntegrationRecord {
+    pub slug: String,
+    pub plugin_id: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Plugin-private JSON.
+    pub config: Value,
+    pub can_remove: bool,
+    pub can_refresh: bool,
+    /// Epoch ms of the last tool-affecting config change.
+    pub config_revised_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// The identity of a connection: `(owner, integration, name)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConnectionKey {
+    pub owner: Owner,
+    pub integration: String,
+    pub name: String,
+}
+
+impl ConnectionKey {
+    pub fn new(owner: Owner, integration: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            owner,
+            integration: integration.into(),
+            name: name.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionRecord {
+    pub owner: Owner,
+    pub integration: String,
+    pub name: String,
+    pub template: String,
+    pub provider: String,
+    /// `{variable: itemId}`.
+    pub item_ids: Value,
+    pub identity_label: Option<String>,
+    pub description: Option<String>,
+    pub last_health: Option<Value>,
+    pub tools_synced_at: Option<i64>,
+    pub expires_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl ConnectionRecord {
+    pub fn key(&self) -> ConnectionKey {
+        ConnectionKey::new(self.owner, self.integration.clone(), self.name.clone())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolRecord {
+    pub integration: String,
+    pub owner: Owner,
+    pub connection: String,
+    pub plugin_id: String,
+    pub name: String,
+    pub description: String,
+    pub input_schema: Option<Value>,
+    pub output_schema: Option<Value>,
+    pub annotations: Option<Value>,
+}
+
+impl ToolRecord {
+    pub fn address(&self) -> ToolAddress {
+        ToolAddress {
+            integration: self.integration.clone(),
+            owner: self.owner,
+            connection: self.connection.clone(),
+            tool: self.name.clone(),
+        }
+    }
+
+    pub fn summary(&self) -> ToolSummary {
+        ToolSummary {
+            integration: self.integration.clone(),
+            owner: self.owner,
+            connection: self.connection.clone(),
+            plugin_id: self.plugin_id.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            annotations: self.annotations.clone(),
+        }
+    }
+}
+
+/// The list projection of a tool: everything in [`ToolRecord`] except the two schemas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSummary {
+    pub integration: String,
+    pub owner: Owner,
+    pub connection: String,
+    pub plugin_id: String,
+    pub name: String,
+    pub description: String,
+    pub annotations: Option<Value>,
+}
+
+impl ToolSummary {
+    pub fn address(&self) -> ToolAddress {
+        ToolAddress {
+            integration: self.integration.clone(),
+            owner: self.owner,
+            connection: self.connection.clone(),
+            tool: self.name.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    pub integration: Option<String>,
+    pub owner: Option<Owner>,
+    pub connection: Option<String>,
+    /// Case-insensitive substring over `name + " " + description`.
+    pub query: Option<String>,
+}
+
+#[derive(thiserror::Error, Debug)]
+pub enum StoreError {
+    #[error("already exists")]
+    AlreadyExists,
+    #[error("not found")]
+    NotFound,
+    /// Another process holds the owner lock of the data directory.
+    #[error("{}", locked_message(path, holder_hint.as_deref()))]
+    Locked {
+        /// The data directory.
+        path: PathBuf,
+        /// What the lock file says about its holder, e.g. `"pid 123"`.
+        holder_hint: Option<String>,
+    },
+    #[error(
+        "the database was written by a newer executor (schema version {found}; this build supports up to {supported}); upgrade executor or use a different EXECUTOR_DATA_DIR"
+    )]
+    NewerSchema { found: i64, supported: i64 },
+    /// A `user`-owned row was written from a scope without a subject.
+    #[error(
+        "Cannot create a personal connection: this context has no user subject (use owner \"org\")"
+    )]
+    NoSubject,
+    /// A stored value could not be understood (e.g. an unknown owner string).
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration error: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("io error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("json error: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+fn locked_message(path: &std::path::Path, holder_hint: Option<&str>) -> String {
+    let holder = match holder_hint {
+        Some(hint) => format!("another executor server ({hint})"),
+        None => "another executor server".to_owned(),
+    };
+    format!(
+        "{holder} already owns the data directory {}; stop it or use a different EXECUTOR_DATA_DIR",
+        path.display()
+    )
+}
+
+/// Persistence of integrations, connections, tools and (provisionally) secrets.
+///
+/// Reads, updates and deletes of owned rows see `tenant = T AND (owner = 'org' OR (owner = 'user'
+/// AND subject = S))`. A key naming `owner: User` from a scope without a subject finds nothing.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Integrations of the tenant, ordered by slug.
+    async fn list_integrations(&self, scope: &Scope) -> Result<Vec<IntegrationRecord>>;
+    async fn get_integration(&self, scope: &Scope, slug: &str)
+    -> Result<Option<IntegrationRecord>>;
+    /// `Err(AlreadyExists)` when the slug already exists in the tenant.
+    async fn insert_integration(&self, scope: &Scope, rec: &IntegrationRecord) -> Result<()>;
+    /// Insert or replace by slug; an existing row keeps its `created_at`.
+    async fn upsert_integration(&self, scope: &Scope, rec: &IntegrationRecord) -> Result<()>;
+    /// `None` = not found; a `None` field = unchanged.
+    async fn update_integration_meta(
+        &self,
+        scope: &Scope,
+        slug: &str,
+        name: Option<String>,
+        description: Option<String>,
+    ) -> Result<Option<IntegrationRecord>>;
+    /// One transaction: the integration's tools, definitions and connections (all owners and
+    /// subjects of the tenant), then the row. Returns whether the integration row existed.
+    async fn delete_integration(&self, scope: &Scope, slug: &str) -> Result<bool>;
+
+    /// Visible connections, ordered by integration, owner, name.
+    async fn list_connections(
+        &self,
+        scope: &Scope,
+        integration: Option<&str>,
+        owner: Option<Owner>,
+    ) -> Result<Vec<ConnectionRecord>>;
+    async fn get_connection(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+    ) -> Result<Option<ConnectionRecord>>;
+    /// Upsert on `(owner, integration, name)`. Re-saving keeps an existing description /
+    /// identity label when the new one is `None`, and keeps `created_at`. Returns the stored row.
+    async fn upsert_connection(
+        &self,
+        scope: &Scope,
+        rec: &ConnectionRecord,
+    ) -> Result<ConnectionRecord>;
+    /// Outer `None` = unchanged, `Some(None)` = clear. `None` = not found.
+    async fn update_connection_meta(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+        description: Option<Option<String>>,
+        identity_label: Option<Option<String>>,
+    ) -> Result<Option<ConnectionRecord>>;
+    /// Deletes the connection with its tools and definitions in one transaction.
+    async fn delete_connection(&self, scope: &Scope, key: &ConnectionKey) -> Result<bool>;
+
+    /// Replaces every tool and definition of the connection in one transaction, stamps
+    /// `tools_synced_at = now` and clears a sync-failure `last_health`. The identity columns of
+    /// the stored tools come from `key` (those on the records are ignored).
+    /// `Err(NotFound)` when the connection does not exist.
+    async fn replace_tools(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+        tools: &[ToolRecord],
+        definitions: &Map<String, Value>,
+    ) -> Result<()>;
+    /// Keeps the catalog, stamps `tools_synced_at = now` and writes
+    /// `last_health = {status:"degraded", detail:"Tool sync failing: <reason>", checkedAt}`.
+    /// A missing connection is a no-op.
+    async fn mark_sync_failed(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+        reason: &str,
+    ) -> Result<()>;
+    /// `tools_synced_at = NULL` (re-produce on next read). A missing connection is a no-op.
+    async fn mark_stale(&self, scope: &Scope, key: &ConnectionKey) -> Result<()>;
+
+    /// Visible tools without their schemas, ordered by integration, owner, connection, name.
+    async fn list_tools(&self, scope: &Scope, filter: &ToolFilter) -> Result<Vec<ToolSummary>>;
+    async fn get_tool(&self, scope: &Scope, address: &ToolAddress) -> Result<Option<ToolRecord>>;
+    /// The connection's shared `$defs`, in the order they were stored.
+    async fn tool_definitions(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+    ) -> Result<Map<String, Value>>;
+
+    /// Provisional plaintext secret table keyed by tenant + item id.
+    async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()>;
+    async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>>;
+    async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()>;
+}

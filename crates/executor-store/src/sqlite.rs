@@ -1,0 +1,947 @@
+//! The embedded SQLite implementation of [`Store`].
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use executor_core::{Owner, ToolAddress, now_ms};
+use serde_json::{Map, Value, json};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
+
+use crate::lock::OwnerLock;
+use crate::{
+    ConnectionKey, ConnectionRecord, IntegrationRecord, Result, SCHEMA_VERSION, Scope, Store,
+    StoreError, ToolFilter, ToolRecord, ToolSummary,
+};
+
+/// The database file inside the data directory.
+pub(crate) const DB_FILE: &str = "data.db";
+
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Readers share the WAL concurrently; writes go through a single connection so that writers
+/// queue in-process instead of racing for SQLite's write lock.
+const READ_CONNECTIONS: u32 = 4;
+/// `last_health.detail` prefix written by [`Store::mark_sync_failed`].
+const SYNC_FAILURE_PREFIX: &str = "Tool sync failing:";
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+macro_rules! integration_cols {
+    () => {
+        "slug, plugin_id, name, description, config, can_remove, can_refresh, config_revised_at, created_at, updated_at"
+    };
+}
+macro_rules! connection_cols {
+    () => {
+        "owner, integration, name, template, provider, item_ids, identity_label, description, last_health, tools_synced_at, expires_at, created_at, updated_at"
+    };
+}
+macro_rules! tool_summary_cols {
+    () => {
+        "integration, owner, connection, plugin_id, name, description, annotations"
+    };
+}
+/// Owner-policy visibility of owned rows; binds: tenant, subject.
+macro_rules! visible {
+    () => {
+        "tenant = ? AND (owner = 'org' OR (owner = 'user' AND subject = ?))"
+    };
+}
+/// One connection's rows (connection, tool, definition); binds: tenant, integration, owner,
+/// subject, connection name.
+macro_rules! conn_key {
+    ($name_col:literal) => {
+        concat!(
+            "tenant = ? AND integration = ? AND owner = ? AND subject = ? AND ",
+            $name_col,
+            " = ?"
+        )
+    };
+}
+
+/// SQLite persistence: `<data_dir>/data.db` (WAL) guarded by `<data_dir>/data.db.owner-lock`.
+#[derive(Debug)]
+pub struct SqliteStore {
+    reader: SqlitePool,
+    writer: SqlitePool,
+    /// Held for the life of the store; released on drop.
+    lock: Option<OwnerLock>,
+}
+
+impl SqliteStore {
+    /// Creates `data_dir` if needed, takes the owner lock `<data_dir>/data.db.owner-lock`
+    /// (exclusive, non-blocking: a second owner fails at once with [`StoreError::Locked`]), opens
+    /// `<data_dir>/data.db` with WAL, foreign keys, a busy timeout and `synchronous=NORMAL`, checks
+    /// the schema-version guard (refusing a database written by a newer schema with
+    /// [`StoreError::NewerSchema`]) and runs the migrations.
+    pub async fn open(data_dir: &Path) -> Result<SqliteStore> {
+        std::fs::create_dir_all(data_dir)?;
+        let lock = OwnerLock::acquire(data_dir)?;
+        let options = SqliteConnectOptions::new()
+            .filename(data_dir.join(DB_FILE))
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT)
+            .synchronous(SqliteSynchronous::Normal);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        if let Err(e) = prepare_schema(&writer).await {
+            writer.close().await;
+            return Err(e);
+        }
+        let reader = SqlitePoolOptions::new()
+            .max_connections(READ_CONNECTIONS)
+            .connect_with(options)
+            .await?;
+        Ok(SqliteStore {
+            reader,
+            writer,
+            lock: Some(lock),
+        })
+    }
+
+    /// A private in-memory database (tests). No owner lock.
+    pub async fn open_in_memory() -> Result<SqliteStore> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
+        // One connection that is never recycled: the database lives and dies with it.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await?;
+        prepare_schema(&pool).await?;
+        Ok(SqliteStore {
+            reader: pool.clone(),
+            writer: pool,
+            lock: None,
+        })
+    }
+
+    /// Closes the pools (checkpointing the WAL) and then releases the owner lock.
+    pub async fn close(mut self) {
+        self.reader.close().await;
+        self.writer.close().await;
+        drop(self.lock.take());
+    }
+
+    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
+        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+}
+
+/// Schema-version guard, then migrations, then stamp the version.
+async fn prepare_schema(pool: &SqlitePool) -> Result<()> {
+    let found = stored_schema_version(pool).await?;
+    if let Some(found) = found
+        && found > SCHEMA_VERSION
+    {
+        return Err(StoreError::NewerSchema {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    MIGRATOR.run(pool).await?;
+    sqlx::query(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )
+    .bind(SCHEMA_VERSION.to_string())
+    .execute(pool)
+    .await?;
+    if found != Some(SCHEMA_VERSION) {
+        tracing::info!(
+            from = ?found,
+            to = SCHEMA_VERSION,
+            "store schema migrated"
+        );
+    }
+    Ok(())
+}
+
+async fn stored_schema_version(pool: &SqlitePool) -> Result<Option<i64>> {
+    let has_meta: Option<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
+            .fetch_optional(pool)
+            .await?;
+    if has_meta.is_none() {
+        return Ok(None);
+    }
+    let value: Option<String> =
+        sqlx::query_scalar("SELECT value FROM meta WHERE key = 'schema_version'")
+            .fetch_optional(pool)
+            .await?;
+    value
+        .map(|v| {
+            v.trim()
+                .parse::<i64>()
+                .map_err(|_| StoreError::Corrupt(format!("schema_version {v:?}")))
+        })
+        .transpose()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row mapping
+
+fn parse_owner(s: &str) -> Result<Owner> {
+    s.parse()
+        .map_err(|_| StoreError::Corrupt(format!("owner {s:?}")))
+}
+
+fn parse_json(text: &str) -> Result<Value> {
+    Ok(serde_json::from_str(text)?)
+}
+
+fn opt_json(text: Option<String>) -> Result<Option<Value>> {
+    text.as_deref().map(parse_json).transpose()
+}
+
+fn to_json(value: &Value) -> Result<String> {
+    Ok(serde_json::to_string(value)?)
+}
+
+fn opt_to_json(value: Option<&Value>) -> Result<Option<String>> {
+    value.map(to_json).transpose()
+}
+
+fn integration_from_row(row: &SqliteRow) -> Result<IntegrationRecord> {
+    Ok(IntegrationRecord {
+        slug: row.try_get("slug")?,
+        plugin_id: row.try_get("plugin_id")?,
+        name: row.try_get("name")?,
+        description: row.try_get("description")?,
+        config: parse_json(row.try_get::<&str, _>("config")?)?,
+        can_remove: row.try_get("can_remove")?,
+        can_refresh: row.try_get("can_refresh")?,
+        config_revised_at: row.try_get("config_revised_at")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+fn connection_from_row(row: &SqliteRow) -> Result<ConnectionRecord> {
+    Ok(ConnectionRecord {
+        owner: parse_owner(row.try_get("owner")?)?,
+        integration: row.try_get("integration")?,
+        name: row.try_get("name")?,
+        template: row.try_get("template")?,
+        provider: row.try_get("provider")?,
+        item_ids: parse_json(row.try_get::<&str, _>("item_ids")?)?,
+        identity_label: row.try_get("identity_label")?,
+        description: row.try_get("description")?,
+        last_health: opt_json(row.try_get("last_health")?)?,
+        tools_synced_at: row.try_get("tools_synced_at")?,
+        expires_at: row.try_get("expires_at")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+fn tool_summary_from_row(row: &SqliteRow) -> Result<ToolSummary> {
+    Ok(ToolSummary {
+        integration: row.try_get("integration")?,
+        owner: parse_owner(row.try_get("owner")?)?,
+        connection: row.try_get("connection")?,
+        plugin_id: row.try_get("plugin_id")?,
+        name: row.try_get("name")?,
+        description: row.try_get("description")?,
+        annotations: opt_json(row.try_get("annotations")?)?,
+    })
+}
+
+fn tool_from_row(row: &SqliteRow) -> Result<ToolRecord> {
+    let summary = tool_summary_from_row(row)?;
+    Ok(ToolRecord {
+        integration: summary.integration,
+        owner: summary.owner,
+        connection: summary.connection,
+        plugin_id: summary.plugin_id,
+        name: summary.name,
+        description: summary.description,
+        input_schema: opt_json(row.try_get("input_schema")?)?,
+        output_schema: opt_json(row.try_get("output_schema")?)?,
+        annotations: summary.annotations,
+    })
+}
+
+/// A record timestamp, or now when the caller left it at zero.
+fn stamp(ms: i64) -> i64 {
+    if ms == 0 { now_ms() } else { ms }
+}
+
+/// The stored subject for a write of a row owned by `owner`.
+fn write_subject(scope: &Scope, owner: Owner) -> Result<&str> {
+    scope.subject_for(owner).ok_or(StoreError::NoSubject)
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn list_integrations(&self, scope: &Scope) -> Result<Vec<IntegrationRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            integration_cols!(),
+            " FROM integration WHERE tenant = ? ORDER BY slug"
+        ))
+        .bind(&scope.tenant)
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter().map(integration_from_row).collect()
+    }
+
+    async fn get_integration(
+        &self,
+        scope: &Scope,
+        slug: &str,
+    ) -> Result<Option<IntegrationRecord>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            integration_cols!(),
+            " FROM integration WHERE tenant = ? AND slug = ?"
+        ))
+        .bind(&scope.tenant)
+        .bind(slug)
+        .fetch_optional(&self.reader)
+        .await?;
+        row.as_ref().map(integration_from_row).transpose()
+    }
+
+    async fn insert_integration(&self, scope: &Scope, rec: &IntegrationRecord) -> Result<()> {
+        let created = stamp(rec.created_at);
+        let result = sqlx::query(concat!(
+            "INSERT INTO integration (tenant, ",
+            integration_cols!(),
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        ))
+        .bind(&scope.tenant)
+        .bind(&rec.slug)
+        .bind(&rec.plugin_id)
+        .bind(&rec.name)
+        .bind(&rec.description)
+        .bind(to_json(&rec.config)?)
+        .bind(rec.can_remove)
+        .bind(rec.can_refresh)
+        .bind(rec.config_revised_at)
+        .bind(created)
+        .bind(if rec.updated_at == 0 {
+            created
+        } else {
+            rec.updated_at
+        })
+        .execute(&self.writer)
+        .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn upsert_integration(&self, scope: &Scope, rec: &IntegrationRecord) -> Result<()> {
+        let created = stamp(rec.created_at);
+        sqlx::query(concat!(
+            "INSERT INTO integration (tenant, ",
+            integration_cols!(),
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (tenant, slug) DO UPDATE SET \
+               plugin_id = excluded.plugin_id, name = excluded.name, \
+               description = excluded.description, config = excluded.config, \
+               can_remove = excluded.can_remove, can_refresh = excluded.can_refresh, \
+               config_revised_at = excluded.config_revised_at, updated_at = excluded.updated_at"
+        ))
+        .bind(&scope.tenant)
+        .bind(&rec.slug)
+        .bind(&rec.plugin_id)
+        .bind(&rec.name)
+        .bind(&rec.description)
+        .bind(to_json(&rec.config)?)
+        .bind(rec.can_remove)
+        .bind(rec.can_refresh)
+        .bind(rec.config_revised_at)
+        .bind(created)
+        .bind(if rec.updated_at == 0 {
+            created
+        } else {
+            rec.updated_at
+        })
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn update_integration_meta(
+        &self,
+        scope: &Scope,
+        slug: &str,
+        name: Option<String>,
+        description: Option<String>,
+    ) -> Result<Option<IntegrationRecord>> {
+        let row = sqlx::query(concat!(
+            "UPDATE integration SET name = coalesce(?, name), \
+             description = coalesce(?, description), updated_at = ? \
+             WHERE tenant = ? AND slug = ? RETURNING ",
+            integration_cols!()
+        ))
+        .bind(name)
+        .bind(description)
+        .bind(now_ms())
+        .bind(&scope.tenant)
+        .bind(slug)
+        .fetch_optional(&self.writer)
+        .await?;
+        row.as_ref().map(integration_from_row).transpose()
+    }
+
+    async fn delete_integration(&self, scope: &Scope, slug: &str) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        for sql in [
+            "DELETE FROM tool WHERE tenant = ? AND integration = ?",
+            "DELETE FROM definition WHERE tenant = ? AND integration = ?",
+            "DELETE FROM connection WHERE tenant = ? AND integration = ?",
+        ] {
+            sqlx::query(sql)
+                .bind(&scope.tenant)
+                .bind(slug)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let deleted = sqlx::query("DELETE FROM integration WHERE tenant = ? AND slug = ?")
+            .bind(&scope.tenant)
+            .bind(slug)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(deleted > 0)
+    }
+
+    async fn list_connections(
+        &self,
+        scope: &Scope,
+        integration: Option<&str>,
+        owner: Option<Owner>,
+    ) -> Result<Vec<ConnectionRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            connection_cols!(),
+            " FROM connection WHERE ",
+            visible!(),
+            " AND (?3 IS NULL OR integration = ?3) AND (?4 IS NULL OR owner = ?4) \
+             ORDER BY integration, owner, name"
+        ))
+        .bind(&scope.tenant)
+        .bind(scope.subject.as_deref())
+        .bind(integration)
+        .bind(owner.map(Owner::as_str))
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter().map(connection_from_row).collect()
+    }
+
+    async fn get_connection(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+    ) -> Result<Option<ConnectionRecord>> {
+        let Some(subject) = scope.subject_for(key.owner) else {
+            return Ok(None);
+        };
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            connection_cols!(),
+            " FROM connection WHERE ",
+            conn_key!("name")
+        ))
+        .bind(&scope.tenant)
+        .bind(&key.integration)
+        .bind(key.owner.as_str())
+        .bind(subject)
+        .bind(&key.name)
+        .fetch_optional(&self.reader)
+        .await?;
+        row.as_ref().map(connection_from_row).transpose()
+    }
+
+    async fn upsert_connection(
+        &self,
+        scope: &Scope,
+        rec: &ConnectionRecord,
+    ) -> Result<ConnectionRecord> {
+        let subject = write_subject(scope, rec.owner)?;
+        let created = stamp(rec.created_at);
+        let row = sqlx::query(concat!(
+            "INSERT INTO connection (tenant, subject, ",
+            connection_cols!(),
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (tenant, integration, owner, subject, name) DO UPDATE SET \
+               template = excluded.template, provider = excluded.provider, \
+               item_ids = excluded.item_ids, \
+               identity_label = coalesce(excluded.identity_label, connection.identity_label), \
+               description = coalesce(excluded.description, connection.description), \
+               last_health = excluded.last_health, tools_synced_at = excluded.tools_synced_at, \
+               expires_at = excluded.expires_at, updated_at = excluded.updated_at \
+             RETURNING ",
+            connection_cols!()
+        ))
+        .bind(&scope.tenant)
+        .bind(subject)
+        .bind(rec.owner.as_str())
+        .bind(&rec.integration)
+        .bind(&rec.name)
+        .bind(&rec.template)
+        .bind(&rec.provider)
+        .bind(to_json(&rec.item_ids)?)
+        .bind(&rec.identity_label)
+        .bind(&rec.description)
+        .bind(opt_to_json(rec.last_health.as_ref())?)
+        .bind(rec.tools_synced_at)
+        .bind(rec.expires_at)
+        .bind(created)
+        .bind(if rec.updated_at == 0 {
+            created
+        } else {
+            rec.updated_at
+        })
+        .fetch_one(&self.writer)
+        .await?;
+        connection_from_row(&row)
+    }
+
+    async fn update_connection_meta(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+        description: Option<Option<String>>,
+        identity_label: Option<Option<String>>,
+    ) -> Result<Option<ConnectionRecord>> {
+        let Some(subject) = scope.subject_for(key.owner) else {
+            return Ok(None);
+        };
+        let row = sqlx::query(concat!(
+            "UPDATE connection SET \
+               description = CASE WHEN ? THEN ? ELSE description END, \
+               identity_label = CASE WHEN ? THEN ? ELSE identity_label END, \
+               updated_at = ? \
+             WHERE ",
+            conn_key!("name"),
+            " RETURNING ",
+            connection_cols!()
+        ))
+        .bind(description.is_some())
+        .bind(description.flatten())
+        .bind(identity_label.is_some())
+        .bind(identity_label.flatten())
+        .bind(now_ms())
+        .bind(&scope.tenant)
+        .bind(&key.integration)
+        .bind(key.owner.as_str())
+        .bind(subject)
+        .bind(&key.name)
+        .fetch_optional(&self.writer)
+        .await?;
+        row.as_ref().map(connection_from_row).transpose()
+    }
+
+    async fn delete_connection(&self, scope: &Scope, key: &ConnectionKey) -> Result<bool> {
+        let Some(subject) = scope.subject_for(key.owner) else {
+            return Ok(false);
+        };
+        let mut tx = self.begin_write().await?;
+        for sql in [
+            concat!("DELETE FROM tool WHERE ", conn_key!("connection")),
+            concat!("DELETE FROM definition WHERE ", conn_key!("connection")),
+        ] {
+            sqlx::query(sql)
+                .bind(&scope.tenant)
+                .bind(&key.integration)
+                .bind(key.owner.as_str())
+                .bind(subject)
+                .bind(&key.name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let deleted = sqlx::query(concat!("DELETE FROM connection WHERE ", conn_key!("name")))
+            .bind(&scope.tenant)
+            .bind(&key.integration)
+            .bind(key.owner.as_str())
+            .bind(subject)
+            .bind(&key.name)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(deleted > 0)
+    }
+
+    async fn replace_tools(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+        tools: &[ToolRecord],
+        definitions: &Map<String, Value>,
+    ) -> Result<()> {
+        let subject = write_subject(scope, key.owner)?;
+        // Serialise before taking the write lock.
+        let tool_rows = tools
+            .iter()
+            .map(|t| {
+                Ok((
+                    t,
+                    opt_to_json(t.annotations.as_ref())?,
+                    opt_to_json(t.input_schema.as_ref())?,
+                    opt_to_json(t.output_schema.as_ref())?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let def_rows = definitions
+            .iter()
+            .map(|(name, schema)| Ok((name, to_json(schema)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let now = now_ms();
+
+        let mut tx = self.begin_write().await?;
+        let synced = sqlx::query(concat!(
+            "UPDATE connection SET tools_synced_at = ?, \
+               last_health = CASE \
+                 WHEN last_health IS NOT NULL \
+                  AND substr(json_extract(last_health, '$.detail'), 1, ?) = ? THEN NULL \
+                 ELSE last_health END \
+             WHERE ",
+            conn_key!("name")
+        ))
+        .bind(now)
+        .bind(SYNC_FAILURE_PREFIX.len() as i64)
+        .bind(SYNC_FAILURE_PREFIX)
+        .bind(&scope.tenant)
+        .bind(&key.integration)
+        .bind(key.owner.as_str())
+        .bind(subject)
+        .bind(&key.name)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if synced == 0 {
+            // Dropping the transaction rolls it back.
+            return Err(StoreError::NotFound);
+        }
+        for sql in [
+            concat!("DELETE FROM tool WHERE ", conn_key!("connection")),
+            concat!("DELETE FROM definition WHERE ", conn_key!("connection")),
+        ] {
+            sqlx::query(sql)
+                .bind(&scope.tenant)
+                .bind(&key.integration)
+                .bind(key.owner.as_str())
+                .bind(subject)
+                .bind(&key.name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for (tool, annotations, input, output) in tool_rows {
+            sqlx::query(
+                "INSERT INTO tool (tenant, integration, owner, subject, connection, name, \
+                   plugin_id, description, annotations, input_schema, output_schema) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&scope.tenant)
+            .bind(&key.integration)
+            .bind(key.owner.as_str())
+            .bind(subject)
+            .bind(&key.name)
+            .bind(&tool.name)
+            .bind(&tool.plugin_id)
+            .bind(&tool.description)
+            .bind(annotations)
+            .bind(input)
+            .bind(output)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for (name, schema) in def_rows {
+            sqlx::query(
+                "INSERT INTO definition (tenant, integration, owner, subject, connection, name, \
+                   schema) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&scope.tenant)
+            .bind(&key.integration)
+            .bind(key.owner.as_str())
+            .bind(subject)
+            .bind(&key.name)
+            .bind(name)
+            .bind(schema)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn mark_sync_failed(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+        reason: &str,
+    ) -> Result<()> {
+        let Some(subject) = scope.subject_for(key.owner) else {
+            return Ok(());
+        };
+        let now = now_ms();
+        let health = json!({
+            "status": "degraded",
+            "detail": format!("{SYNC_FAILURE_PREFIX} {reason}"),
+            "checkedAt": now,
+        });
+        sqlx::query(concat!(
+            "UPDATE connection SET tools_synced_at = ?, last_health = ? WHERE ",
+            conn_key!("name")
+        ))
+        .bind(now)
+        .bind(to_json(&health)?)
+        .bind(&scope.tenant)
+        .bind(&key.integration)
+        .bind(key.owner.as_str())
+        .bind(subject)
+        .bind(&key.name)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn mark_stale(&self, scope: &Scope, key: &ConnectionKey) -> Result<()> {
+        let Some(subject) = scope.subject_for(key.owner) else {
+            return Ok(());
+        };
+        sqlx::query(concat!(
+            "UPDATE connection SET tools_synced_at = NULL WHERE ",
+            conn_key!("name")
+        ))
+        .bind(&scope.tenant)
+        .bind(&key.integration)
+        .bind(key.owner.as_str())
+        .bind(subject)
+        .bind(&key.name)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn list_tools(&self, scope: &Scope, filter: &ToolFilter) -> Result<Vec<ToolSummary>> {
+        let mut sql = String::from(concat!(
+            "SELECT ",
+            tool_summary_cols!(),
+            " FROM tool WHERE ",
+            visible!()
+        ));
+        let mut binds: Vec<Option<String>> =
+            vec![Some(scope.tenant.clone()), scope.subject.clone()];
+        if let Some(integration) = &filter.integration {
+            sql.push_str(" AND integration = ?");
+            binds.push(Some(integration.clone()));
+        }
+        if let Some(owner) = filter.owner {
+            sql.push_str(" AND owner = ?");
+            binds.push(Some(owner.as_str().to_owned()));
+        }
+        if let Some(connection) = &filter.connection {
+            sql.push_str(" AND connection = ?");
+            binds.push(Some(connection.clone()));
+        }
+        // SQLite's lower() folds ASCII only: an ASCII needle is matched in SQL, anything else is
+        // matched here with full Unicode folding.
+        let mut needle_in_rust = None;
+        if let Some(query) = filter.query.as_deref().filter(|q| !q.is_empty()) {
+            if query.is_ascii() {
+                sql.push_str(" AND instr(lower(name || ' ' || description), ?) > 0");
+                binds.push(Some(query.to_ascii_lowercase()));
+            } else {
+                needle_in_rust = Some(query.to_lowercase());
+            }
+        }
+        sql.push_str(" ORDER BY integration, owner, connection, name");
+
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for bind in binds {
+            q = q.bind(bind);
+        }
+        let rows = q.fetch_all(&self.reader).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let tool = tool_summary_from_row(row)?;
+            if let Some(needle) = &needle_in_rust {
+                let hay = format!("{} {}", tool.name, tool.description).to_lowercase();
+                if !hay.contains(needle.as_str()) {
+                    continue;
+                }
+            }
+            out.push(tool);
+        }
+        Ok(out)
+    }
+
+    async fn get_tool(&self, scope: &Scope, address: &ToolAddress) -> Result<Option<ToolRecord>> {
+        let Some(subject) = scope.subject_for(address.owner) else {
+            return Ok(None);
+        };
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            tool_summary_cols!(),
+            ", input_schema, output_schema FROM tool WHERE ",
+            conn_key!("connection"),
+            " AND name = ?"
+        ))
+        .bind(&scope.tenant)
+        .bind(&address.integration)
+        .bind(address.owner.as_str())
+        .bind(subject)
+        .bind(&address.connection)
+        .bind(&address.tool)
+        .fetch_optional(&self.reader)
+        .await?;
+        row.as_ref().map(tool_from_row).transpose()
+    }
+
+    async fn tool_definitions(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+    ) -> Result<Map<String, Value>> {
+        let mut out = Map::new();
+        let Some(subject) = scope.subject_for(key.owner) else {
+            return Ok(out);
+        };
+        let rows = sqlx::query(concat!(
+            "SELECT name, schema FROM definition WHERE ",
+            conn_key!("connection"),
+            " ORDER BY row_id"
+        ))
+        .bind(&scope.tenant)
+        .bind(&key.integration)
+        .bind(key.owner.as_str())
+        .bind(subject)
+        .bind(&key.name)
+        .fetch_all(&self.reader)
+        .await?;
+        for row in &rows {
+            let name: String = row.try_get("name")?;
+            let schema = parse_json(row.try_get::<&str, _>("schema")?)?;
+            out.insert(name, schema);
+        }
+        Ok(out)
+    }
+
+    async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()> {
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO secret (tenant, item_id, value, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (tenant, item_id) DO UPDATE SET \
+               value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(&scope.tenant)
+        .bind(item_id)
+        .bind(value)
+        .bind(now)
+        .bind(now)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT value FROM secret WHERE tenant = ? AND item_id = ?")
+                .bind(&scope.tenant)
+                .bind(item_id)
+                .fetch_optional(&self.reader)
+                .await?,
+        )
+    }
+
+    async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM secret WHERE tenant = ? AND item_id = ?")
+            .bind(&scope.tenant)
+            .bind(item_id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn file_store_uses_wal_and_foreign_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path()).await.unwrap();
+        for pool in [&store.reader, &store.writer] {
+            let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            assert_eq!(mode, "wal");
+            let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            assert_eq!(fk, 1);
+            let sync: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            assert_eq!(sync, 1, "NORMAL");
+        }
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn tool_list_query_is_indexed() {
+        let store = SqliteStore::open_in_memory().await.unwrap();
+        let sql = concat!(
+            "EXPLAIN QUERY PLAN SELECT ",
+            tool_summary_cols!(),
+            " FROM tool WHERE ",
+            visible!(),
+            " AND integration = ? AND owner = ? AND connection = ?",
+            " ORDER BY integration, owner, connection, name"
+        );
+        let rows = sqlx::query(sql)
+            .bind("t")
+            .bind("s")
+            .bind("i")
+            .bind("org")
+            .bind("c")
+            .fetch_all(&store.reader)
+            .await
+            .unwrap();
+        let plan: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>("detail").unwrap())
+            .collect();
+        assert!(
+            plan.iter().any(|d| d.contains("USING INDEX")),
+            "plan: {plan:?}"
+        );
+        assert!(
+            !plan.iter().any(|d| d.starts_with("SCAN tool")),
+            "plan: {plan:?}"
+        );
+        store.close().await;
+    }
+}
