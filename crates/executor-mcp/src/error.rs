@@ -1,0 +1,355 @@
+use std::error::Error as StdError;
+
+use rmcp::ServiceError;
+use rmcp::service::ClientInitializeError;
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+use crate::sse::SseTransportError;
+
+/// Downstream MCP failures, with person-readable messages.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum McpError {
+    /// Dialling / handshake failed (`McpConnectionError{transport, message, httpStatus?}` in the API).
+    #[error("{message}")]
+    Connect {
+        transport: String,
+        message: String,
+        http_status: Option<u16>,
+    },
+    /// `tools/list` failed after connecting (`McpToolDiscoveryError{stage:"list_tools"}`).
+    #[error("{message}")]
+    ListTools {
+        message: String,
+        http_status: Option<u16>,
+    },
+    /// Transport/session failure during `tools/call`.
+    #[error("{message}")]
+    Call {
+        message: String,
+        http_status: Option<u16>,
+    },
+    /// The server answered `tools/call` with a JSON-RPC error (e.g. -32602 "Unknown tool: x").
+    /// The session itself is healthy. Map with [`crate::error_to_outcome`].
+    #[error("MCP server rejected the call ({code}): {message}")]
+    Rpc {
+        code: i32,
+        message: String,
+        data: Option<serde_json::Value>,
+    },
+    #[error("MCP {stage} timed out")]
+    Timeout { stage: &'static str },
+}
+
+impl McpError {
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            McpError::Connect { http_status, .. }
+            | McpError::ListTools { http_status, .. }
+            | McpError::Call { http_status, .. } => *http_status,
+            McpError::Rpc { .. } | McpError::Timeout { .. } => None,
+        }
+    }
+
+    /// 401/403: the server wants (other) credentials.
+    pub fn is_auth_rejection(&self) -> bool {
+        matches!(self.http_status(), Some(401 | 403))
+    }
+
+    /// Discovery stage for `McpToolDiscoveryError{stage}`: `"connect"` or `"list_tools"`.
+    pub fn stage(&self) -> &'static str {
+        match self {
+            McpError::ListTools { .. } => "list_tools",
+            McpError::Call { .. } | McpError::Rpc { .. } => "call",
+            McpError::Timeout { stage } => stage,
+            McpError::Connect { .. } => "connect",
+        }
+    }
+}
+
+/// What we could learn about a failure from rmcp's error chain.
+#[derive(Debug, Default)]
+pub(crate) struct Diagnosis {
+    pub(crate) status: Option<u16>,
+    /// The host could not be reached at all (reason, e.g. "connection refused").
+    pub(crate) unreachable: Option<String>,
+    /// The response was not MCP (wrong content type, HTML, 404/405 on initialize…).
+    pub(crate) not_mcp: Option<String>,
+    /// The session or connection is no longer usable (closed transport, session expired).
+    pub(crate) broken: bool,
+    pub(crate) rpc: Option<(i32, String, Option<serde_json::Value>)>,
+    pub(crate) timeout: bool,
+}
+
+type HttpErr = StreamableHttpError<reqwest::Error>;
+
+fn io_reason(kind: std::io::ErrorKind) -> Option<&'static str> {
+    use std::io::ErrorKind::*;
+    Some(match kind {
+        ConnectionRefused => "connection refused",
+        ConnectionReset => "connection reset",
+        ConnectionAborted => "connection aborted",
+        TimedOut => "connection timed out",
+        HostUnreachable => "host unreachable",
+        NetworkUnreachable => "network unreachable",
+        AddrNotAvailable => "address not available",
+        _ => return None,
+    })
+}
+
+fn parse_http_prefix(text: &str) -> Option<u16> {
+    let rest = text.trim_start().strip_prefix("HTTP ")?;
+    rest.get(..3)?.parse().ok()
+}
+
+fn diagnose_reqwest(d: &mut Diagnosis, e: &reqwest::Error) {
+    if let Some(s) = e.status() {
+        d.status.get_or_insert(s.as_u16());
+    }
+    if e.is_timeout() {
+        d.timeout = true;
+    }
+    if e.is_connect() && d.unreachable.is_none() {
+        // Look for the io error underneath for a precise reason.
+        let mut reason: Option<String> = None;
+        let mut cur: Option<&(dyn StdError + 'static)> = e.source();
+        while let Some(err) = cur {
+            if let Some(io) = err.downcast_ref::<std::io::Error>()
+                && let Some(r) = io_reason(io.kind())
+            {
+                reason = Some(r.to_owned());
+                break;
+            }
+            let text = err.to_string();
+            if text.contains("dns") || text.contains("failed to lookup address") {
+                reason = Some("host not found".to_owned());
+            }
+            cur = err.source();
+        }
+        d.unreachable = Some(reason.unwrap_or_else(|| "connection failed".to_owned()));
+        d.broken = true;
+    }
+}
+
+fn diagnose_http(d: &mut Diagnosis, e: &HttpErr) {
+    match e {
+        StreamableHttpError::AuthRequired(_) => {
+            d.status.get_or_insert(401);
+        }
+        StreamableHttpError::InsufficientScope(_) => {
+            d.status.get_or_insert(403);
+        }
+        StreamableHttpError::HttpStatus(s) => {
+            d.status.get_or_insert(s.status);
+            d.broken = true;
+        }
+        StreamableHttpError::SessionExpired => {
+            d.status.get_or_insert(404);
+            d.broken = true;
+        }
+        StreamableHttpError::UnexpectedServerResponse(text) => {
+            if let Some(s) = parse_http_prefix(text) {
+                d.status.get_or_insert(s);
+            }
+            d.not_mcp.get_or_insert_with(|| text.to_string());
+            d.broken = true;
+        }
+        StreamableHttpError::UnexpectedContentType(ct) => {
+            d.not_mcp.get_or_insert_with(|| {
+                format!(
+                    "it answered with content type {}",
+                    ct.as_deref().unwrap_or("<none>")
+                )
+            });
+            d.broken = true;
+        }
+        StreamableHttpError::Deserialize(e) => {
+            d.not_mcp
+                .get_or_insert_with(|| format!("the response is not JSON-RPC: {e}"));
+            d.broken = true;
+        }
+        StreamableHttpError::Client(e) => diagnose_reqwest(d, e),
+        StreamableHttpError::ResponseBodyTooLarge { .. } => {}
+        _ => d.broken = true,
+    }
+}
+
+/// Walks an error chain and collects what matters for messages and pool decisions.
+pub(crate) fn diagnose(err: &(dyn StdError + 'static)) -> Diagnosis {
+    let mut d = Diagnosis::default();
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
+    let mut depth = 0;
+    while let Some(e) = cur {
+        depth += 1;
+        if depth > 32 {
+            break;
+        }
+        if let Some(h) = e.downcast_ref::<HttpErr>() {
+            diagnose_http(&mut d, h);
+        } else if let Some(s) = e.downcast_ref::<SseTransportError>() {
+            if let Some(st) = s.status {
+                d.status.get_or_insert(st);
+            }
+            if let Some(r) = &s.unreachable {
+                d.unreachable.get_or_insert_with(|| r.clone());
+            }
+            if let Some(n) = &s.not_mcp {
+                d.not_mcp.get_or_insert_with(|| n.clone());
+            }
+            d.broken = true;
+        } else if let Some(r) = e.downcast_ref::<reqwest::Error>() {
+            diagnose_reqwest(&mut d, r);
+        } else if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && let Some(reason) = io_reason(io.kind())
+        {
+            d.unreachable.get_or_insert_with(|| reason.to_owned());
+            d.broken = true;
+        }
+        cur = e.source();
+    }
+    d
+}
+
+pub(crate) fn diagnose_service(err: &ServiceError) -> Diagnosis {
+    match err {
+        ServiceError::McpError(data) => Diagnosis {
+            rpc: Some((data.code.0, data.message.to_string(), data.data.clone())),
+            ..Default::default()
+        },
+        ServiceError::TransportClosed => Diagnosis {
+            broken: true,
+            ..Default::default()
+        },
+        ServiceError::Timeout { .. } => Diagnosis {
+            timeout: true,
+            ..Default::default()
+        },
+        ServiceError::Cancelled { .. } => Diagnosis {
+            broken: true,
+            ..Default::default()
+        },
+        other => {
+            let mut d = diagnose(other);
+            if matches!(other, ServiceError::TransportSend(_)) {
+                d.broken = true;
+            }
+            d
+        }
+    }
+}
+
+fn describe(endpoint: &str, d: &Diagnosis, fallback: &str) -> String {
+    if let Some(reason) = &d.unreachable {
+        return format!("Couldn't reach {endpoint}: {reason}");
+    }
+    match d.status {
+        Some(401) => {
+            return format!("{endpoint} requires authentication (HTTP 401)");
+        }
+        Some(403) => {
+            return format!("{endpoint} rejected the credentials (HTTP 403)");
+        }
+        _ => {}
+    }
+    if let Some(detail) = &d.not_mcp {
+        let detail = truncate(detail, 300);
+        return format!("This URL doesn't appear to host an MCP server ({detail})");
+    }
+    if let Some(s) = d.status {
+        return format!("The MCP server at {endpoint} answered HTTP {s}: {fallback}");
+    }
+    format!("MCP server at {endpoint}: {fallback}")
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+pub(crate) fn connect_error(
+    transport: &str,
+    endpoint: &str,
+    err: &ClientInitializeError,
+) -> McpError {
+    let d = match err {
+        ClientInitializeError::TransportError { error, .. } => diagnose(error),
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+            return connect_error(transport, endpoint, fallback);
+        }
+        other => diagnose(other),
+    };
+    if d.timeout && d.unreachable.is_none() && d.status.is_none() {
+        return McpError::Timeout { stage: "connect" };
+    }
+    let fallback = match err {
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the connection closed during the handshake".to_owned()
+        }
+        ClientInitializeError::JsonRpcError(e) => format!("initialize failed: {}", e.message),
+        other => other.to_string(),
+    };
+    McpError::Connect {
+        transport: transport.to_owned(),
+        message: describe(endpoint, &d, &fallback),
+        http_status: d.status,
+    }
+}
+
+pub(crate) fn list_error(endpoint: &str, err: &ServiceError) -> McpError {
+    let d = diagnose_service(err);
+    if let Some((code, message, _)) = &d.rpc {
+        return McpError::ListTools {
+            message: format!("tools/list failed on {endpoint}: {message} ({code})"),
+            http_status: None,
+        };
+    }
+    if d.timeout && d.status.is_none() {
+        return McpError::Timeout {
+            stage: "list_tools",
+        };
+    }
+    McpError::ListTools {
+        message: describe(endpoint, &d, &format!("tools/list failed: {err}")),
+        http_status: d.status,
+    }
+}
+
+/// Returns the mapped error and whether the session must be discarded.
+pub(crate) fn call_error(endpoint: &str, err: &ServiceError) -> (McpError, Diagnosis) {
+    let d = diagnose_service(err);
+    if let Some((code, message, data)) = &d.rpc {
+        return (
+            McpError::Rpc {
+                code: *code,
+                message: message.clone(),
+                data: data.clone(),
+            },
+            d,
+        );
+    }
+    if d.timeout && d.status.is_none() {
+        return (McpError::Timeout { stage: "call" }, d);
+    }
+    let message = describe(endpoint, &d, &format!("tools/call failed: {err}"));
+    (
+        McpError::Call {
+            message,
+            http_status: d.status,
+        },
+        d,
+    )
+}
+
+pub(crate) fn sse_connect_error(endpoint: &str, err: &SseTransportError) -> McpError {
+    let d = diagnose(err);
+    McpError::Connect {
+        transport: "sse".to_owned(),
+        message: describe(endpoint, &d, &err.message),
+        http_status: d.status,
+    }
+}

@@ -1,0 +1,31 @@
+//! executor-mcp: Executor's downstream MCP client (spec §6).
+//!
+//! * [`McpClient`] is the per-process session pool. [`McpClient::discover`] lists a server's tools on a
+//!   fresh session and closes it; [`McpClient::scope`] hands out an [`ExecutionScope`] in which every call
+//!   to the same [`SessionKey`] rides ONE downstream session (concurrent calls included). When the scope
+//!   finishes, at most one idle session per key is kept for later executions (idle TTL), the rest are
+//!   closed with HTTP DELETE.
+//! * Transports: streamable HTTP (rmcp's reqwest client) and legacy HTTP+SSE (2024-11-05, our own shim in
+//!   [`sse`]), or `auto` (streamable HTTP first, SSE fallback unless the server answered 401/403).
+//! * [`call_result_to_outcome`] maps a `CallToolResult` into the sandbox result union.
+
+mod discovery;
+mod error;
+mod outcome;
+mod pool;
+pub mod sse;
+mod target;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use discovery::{DiscoveredTool, Discovery, ProbeResult, map_tools};
+pub use error::McpError;
+pub use outcome::{call_result_to_outcome, error_to_outcome, is_unknown_tool_message};
+pub use pool::{ExecutionScope, McpClient, McpClientConfig};
+pub use target::{RemoteTarget, RemoteTransport, SessionKey};
+
+/// Client identity sent in `initialize` (spec §6).
+pub const CLIENT_NAME: &str = "executor-mcp";
+/// Client version sent in `initialize` (spec §6).
+pub const CLIENT_VERSION: &str = "0.1.0";

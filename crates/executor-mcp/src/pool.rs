@@ -1,0 +1,774 @@
+//! The downstream session pool and per-execution scopes (spec §6 "Session reuse").
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::discovery::{Discovery, ProbeResult, map_tools};
+use crate::error::{self, McpError};
+use crate::sse::SseClientTransport;
+use crate::target::{RemoteTarget, RemoteTransport, SessionKey};
+use crate::{CLIENT_NAME, CLIENT_VERSION};
+
+/// Tunables of the downstream client.
+#[derive(Debug, Clone)]
+pub struct McpClientConfig {
+    /// Bound on a whole discovery (connect + every `tools/list` page), and on dialling a session.
+    pub discovery_timeout: Duration,
+    /// Idle pooled sessions older than this are closed.
+    pub idle_ttl: Duration,
+    /// Bound on one `tools/call`.
+    pub call_timeout: Duration,
+    /// Maximum `tools/list` pages followed.
+    pub max_pages: usize,
+}
+
+impl Default for McpClientConfig {
+    fn default() -> Self {
+        Self {
+            discovery_timeout: Duration::from_secs(15),
+            idle_ttl: Duration::from_secs(5 * 60),
+            call_timeout: Duration::from_secs(10 * 60),
+            max_pages: 100,
+        }
+    }
+}
+
+/// Largest JSON response accepted from a downstream server.
+const MAX_JSON_RESPONSE: usize = 64 * 1024 * 1024;
+/// Bound on closing one session (DELETE).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+type ListChangedCallback = Arc<dyn Fn(&str) + Send + Sync>;
+type Callbacks = RwLock<Vec<ListChangedCallback>>;
+
+/// rmcp client handler of one downstream session.
+#[derive(Clone)]
+struct Handler {
+    label: Arc<str>,
+    callbacks: Arc<Callbacks>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new(CLIENT_NAME, CLIENT_VERSION),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if self.label.is_empty() {
+            return;
+        }
+        let callbacks: Vec<ListChangedCallback> = match self.callbacks.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        for callback in callbacks {
+            callback(&self.label);
+        }
+    }
+}
+
+type Service = RunningService<RoleClient, Handler>;
+
+/// One open downstream session.
+struct Session {
+    serial: u64,
+    digest: String,
+    label: String,
+    peer: Peer<RoleClient>,
+    service: Mutex<Option<Service>>,
+    broken: AtomicBool,
+}
+
+impl Session {
+    fn usable(&self) -> bool {
+        !self.broken.load(Ordering::SeqCst) && !self.peer.is_transport_closed()
+    }
+}
+
+struct Idle {
+    session: Arc<Session>,
+    since: Instant,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// At most one idle session per key digest.
+    idle: HashMap<String, Idle>,
+    /// Leased sessions: serial → label.
+    leased: HashMap<u64, String>,
+    /// Leased sessions to close instead of pooling when returned.
+    doomed: HashSet<u64>,
+    /// After `shutdown`: nothing is pooled any more.
+    closed: bool,
+}
+
+struct Inner {
+    config: McpClientConfig,
+    http: reqwest::Client,
+    state: Mutex<PoolState>,
+    callbacks: Arc<Callbacks>,
+    live: AtomicUsize,
+    serial: AtomicU64,
+    stop: CancellationToken,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Inner {
+    async fn close_session(&self, session: Arc<Session>) {
+        let service = lock(&session.service).take();
+        if let Some(service) = service {
+            self.live.fetch_sub(1, Ordering::SeqCst);
+            match tokio::time::timeout(CLOSE_TIMEOUT, service.cancel()).await {
+                Ok(_) => tracing::debug!(label = %session.label, "closed downstream MCP session"),
+                Err(_) => {
+                    tracing::warn!(label = %session.label, "closing downstream MCP session timed out")
+                }
+            }
+        }
+    }
+
+    async fn close_all(&self, sessions: Vec<Arc<Session>>) {
+        futures::future::join_all(sessions.into_iter().map(|s| self.close_session(s))).await;
+    }
+
+    /// Close idle sessions older than the TTL.
+    async fn sweep(&self) {
+        let now = Instant::now();
+        let expired: Vec<Arc<Session>> = {
+            let mut state = lock(&self.state);
+            let keys: Vec<String> = state
+                .idle
+                .iter()
+                .filter(|(_, idle)| {
+                    now.duration_since(idle.since) >= self.config.idle_ttl || !idle.session.usable()
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter()
+                .filter_map(|k| state.idle.remove(k))
+                .map(|idle| idle.session)
+                .collect()
+        };
+        self.close_all(expired).await;
+    }
+
+    async fn dial(
+        &self,
+        target: &RemoteTarget,
+        key: &SessionKey,
+    ) -> Result<Arc<Session>, McpError> {
+        let handler = Handler {
+            label: Arc::from(key.label()),
+            callbacks: self.callbacks.clone(),
+        };
+        let service = match tokio::time::timeout(
+            self.config.discovery_timeout,
+            connect(&self.http, target, handler, self.config.discovery_timeout),
+        )
+        .await
+        {
+            Ok(result) => result?,
+            Err(_) => return Err(McpError::Timeout { stage: "connect" }),
+        };
+        self.live.fetch_add(1, Ordering::SeqCst);
+        let serial = self.serial.fetch_add(1, Ordering::SeqCst);
+        Ok(Arc::new(Session {
+            serial,
+            digest: key.digest().to_owned(),
+            label: key.label().to_owned(),
+            peer: service.peer().clone(),
+            service: Mutex::new(Some(service)),
+            broken: AtomicBool::new(false),
+        }))
+    }
+
+    fn lease(&self, session: &Arc<Session>) {
+        lock(&self.state)
+            .leased
+            .insert(session.serial, session.label.clone());
+    }
+
+    /// A pooled session for `key` if one is idle and fresh; else a new dial. `bool` = reused.
+    async fn acquire(
+        &self,
+        target: &RemoteTarget,
+        key: &SessionKey,
+    ) -> Result<(Arc<Session>, bool), McpError> {
+        let idle = lock(&self.state).idle.remove(key.digest());
+        if let Some(idle) = idle {
+            if idle.since.elapsed() < self.config.idle_ttl && idle.session.usable() {
+                self.lease(&idle.session);
+                return Ok((idle.session, true));
+            }
+            self.close_session(idle.session).await;
+        }
+        let session = self.dial(target, key).await?;
+        self.lease(&session);
+        Ok((session, false))
+    }
+
+    /// Return a leased session: pool it (one idle per key) or close it.
+    async fn release(&self, session: Arc<Session>) {
+        let to_close = {
+            let mut state = lock(&self.state);
+            state.leased.remove(&session.serial);
+            let doomed = state.doomed.remove(&session.serial);
+            if doomed
+                || state.closed
+                || !session.usable()
+                || state.idle.contains_key(&session.digest)
+            {
+                Some(session)
+            } else {
+                state.idle.insert(
+                    session.digest.clone(),
+                    Idle {
+                        session,
+                        since: Instant::now(),
+                    },
+                );
+                None
+            }
+        };
+        if let Some(session) = to_close {
+            self.close_session(session).await;
+        }
+    }
+}
+
+/// Build the rmcp client transport for `target` and run the handshake.
+async fn connect(
+    http: &reqwest::Client,
+    target: &RemoteTarget,
+    handler: Handler,
+    sse_timeout: Duration,
+) -> Result<Service, McpError> {
+    match target.transport {
+        RemoteTransport::StreamableHttp => connect_streamable(http, target, handler).await,
+        RemoteTransport::Sse => connect_sse(http, target, handler, sse_timeout).await,
+        RemoteTransport::Auto => match connect_streamable(http, target, handler.clone()).await {
+            Ok(service) => Ok(service),
+            Err(e) if e.is_auth_rejection() => Err(e),
+            Err(McpError::Connect {
+                message,
+                http_status,
+                ..
+            }) if message.starts_with("Couldn't reach") => Err(McpError::Connect {
+                transport: "auto".into(),
+                message,
+                http_status,
+            }),
+            Err(streamable) => match connect_sse(http, target, handler, sse_timeout).await {
+                Ok(service) => Ok(service),
+                Err(sse) => {
+                    tracing::debug!(%sse, "legacy SSE fallback failed too");
+                    Err(match streamable {
+                        McpError::Connect {
+                            message,
+                            http_status,
+                            ..
+                        } => McpError::Connect {
+                            transport: "auto".into(),
+                            message,
+                            http_status,
+                        },
+                        other => other,
+                    })
+                }
+            },
+        },
+    }
+}
+
+fn invalid_url(transport: &str, target: &RemoteTarget, e: impl std::fmt::Display) -> McpError {
+    McpError::Connect {
+        transport: transport.to_owned(),
+        message: format!(
+            "\"{}\" is not a valid MCP endpoint URL: {e}",
+            target.endpoint
+        ),
+        http_status: None,
+    }
+}
+
+/// Headers rmcp sets itself and refuses as custom headers.
+fn is_reserved_header(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "accept" | "mcp-session-id" | "last-event-id" | "mcp-protocol-version" | "content-type"
+    )
+}
+
+fn header_pairs(
+    transport: &str,
+    target: &RemoteTarget,
+) -> Result<Vec<(http::HeaderName, http::HeaderValue)>, McpError> {
+    target
+        .headers
+        .iter()
+        .filter(|(k, _)| !is_reserved_header(k))
+        .map(|(k, v)| {
+            let name = http::HeaderName::from_bytes(k.trim().as_bytes()).map_err(|e| {
+                McpError::Connect {
+                    transport: transport.to_owned(),
+                    message: format!("Invalid header name \"{k}\": {e}"),
+                    http_status: None,
+                }
+            })?;
+            let value = http::HeaderValue::from_str(v).map_err(|e| McpError::Connect {
+                transport: transport.to_owned(),
+                message: format!("Invalid value for header \"{k}\": {e}"),
+                http_status: None,
+            })?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
+async fn connect_streamable(
+    http: &reqwest::Client,
+    target: &RemoteTarget,
+    handler: Handler,
+) -> Result<Service, McpError> {
+    const T: &str = "streamable-http";
+    let url = target.url().map_err(|e| invalid_url(T, target, e))?;
+    let headers: HashMap<_, _> = header_pairs(T, target)?.into_iter().collect();
+    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+        .max_json_response_size(MAX_JSON_RESPONSE)
+        .max_concurrent_requests(64)
+        .reinit_on_expired_session(true)
+        .custom_headers(headers);
+    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+    handler
+        .serve(transport)
+        .await
+        .map_err(|e| error::connect_error(T, &target.endpoint, &e))
+}
+
+async fn connect_sse(
+    http: &reqwest::Client,
+    target: &RemoteTarget,
+    handler: Handler,
+    timeout: Duration,
+) -> Result<Service, McpError> {
+    const T: &str = "sse";
+    let url = target.url().map_err(|e| invalid_url(T, target, e))?;
+    let headers: http::HeaderMap = header_pairs(T, target)?.into_iter().collect();
+    let transport = SseClientTransport::connect(http.clone(), url, headers, timeout)
+        .await
+        .map_err(|e| error::sse_connect_error(&target.endpoint, &e))?;
+    handler
+        .serve(transport)
+        .await
+        .map_err(|e| error::connect_error(T, &target.endpoint, &e))
+}
+
+/// The downstream MCP client: discovery plus the session pool. Cheap to clone.
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("config", &self.inner.config)
+            .field("live_sessions", &self.live_sessions())
+            .finish()
+    }
+}
+
+impl Default for McpClient {
+    fn default() -> Self {
+        Self::new(McpClientConfig::default())
+    }
+}
+
+impl McpClient {
+    /// Creates the pool. When called inside a tokio runtime, an idle reaper task is started; it holds
+    /// only a weak reference and stops when the last clone is dropped or on [`McpClient::shutdown`].
+    /// (Outside a runtime, idle sessions are still evicted lazily on acquire.)
+    pub fn new(config: McpClientConfig) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new());
+        let inner = Arc::new(Inner {
+            config,
+            http,
+            state: Mutex::new(PoolState::default()),
+            callbacks: Arc::new(RwLock::new(Vec::new())),
+            live: AtomicUsize::new(0),
+            serial: AtomicU64::new(0),
+            stop: CancellationToken::new(),
+        });
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let weak: Weak<Inner> = Arc::downgrade(&inner);
+            let stop = inner.stop.clone();
+            let period = (inner.config.idle_ttl / 4)
+                .clamp(Duration::from_millis(20), Duration::from_secs(30));
+            handle.spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => break,
+                        _ = tokio::time::sleep(period) => {}
+                    }
+                    let Some(inner) = weak.upgrade() else { break };
+                    inner.sweep().await;
+                }
+            });
+        }
+        Self { inner }
+    }
+
+    pub fn config(&self) -> &McpClientConfig {
+        &self.inner.config
+    }
+
+    /// Fresh session, paginated `tools/list` (≤ `max_pages`), then the session is closed. The whole
+    /// discovery is bounded by `discovery_timeout`.
+    pub async fn discover(&self, target: &RemoteTarget) -> Result<Discovery, McpError> {
+        let timeout = self.inner.config.discovery_timeout;
+        let max_pages = self.inner.config.max_pages.max(1);
+        let handler = Handler {
+            label: Arc::from(""),
+            callbacks: self.inner.callbacks.clone(),
+        };
+        let http = self.inner.http.clone();
+        let work = async move {
+            let service = connect(&http, target, handler, timeout).await?;
+            let listed = list_all_tools(service.peer(), &target.endpoint, max_pages).await;
+            let info = service.peer().peer_info();
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, service.cancel()).await;
+            let tools = listed?;
+            Ok(Discovery {
+                server_name: info
+                    .as_ref()
+                    .and_then(|i| i.server_info.as_ref())
+                    .map(|s| s.name.clone())
+                    .filter(|n| !n.is_empty()),
+                instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+                tools: map_tools(&tools),
+            })
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(result) => result,
+            Err(_) => Err(McpError::Timeout { stage: "discovery" }),
+        }
+    }
+
+    /// Probe (spec §3.9): full discovery; 401/403 → `requires_authentication`.
+    pub async fn probe(&self, target: &RemoteTarget) -> Result<ProbeResult, McpError> {
+        match self.discover(target).await {
+            Ok(d) => Ok(ProbeResult {
+                connected: true,
+                requires_authentication: false,
+                tool_count: Some(d.tools.len()),
+                server_name: d.server_name,
+                instructions: d.instructions,
+                http_status: None,
+            }),
+            Err(e) if e.is_auth_rejection() => Ok(ProbeResult {
+                connected: false,
+                requires_authentication: true,
+                tool_count: None,
+                server_name: None,
+                instructions: None,
+                http_status: e.http_status(),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A per-execution scope: every call through it to the same [`SessionKey`] rides ONE session.
+    pub fn scope(&self) -> ExecutionScope {
+        ExecutionScope {
+            inner: self.inner.clone(),
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Close (HTTP DELETE) every pooled session whose label satisfies `pred`; leased ones are closed
+    /// when their scope returns them.
+    pub async fn close_where(&self, pred: impl Fn(&str) -> bool) {
+        let sessions: Vec<Arc<Session>> = {
+            let mut state = lock(&self.inner.state);
+            let keys: Vec<String> = state
+                .idle
+                .iter()
+                .filter(|(_, idle)| pred(&idle.session.label))
+                .map(|(k, _)| k.clone())
+                .collect();
+            let doomed: Vec<u64> = state
+                .leased
+                .iter()
+                .filter(|(_, label)| pred(label))
+                .map(|(serial, _)| *serial)
+                .collect();
+            state.doomed.extend(doomed);
+            keys.iter()
+                .filter_map(|k| state.idle.remove(k))
+                .map(|i| i.session)
+                .collect()
+        };
+        self.inner.close_all(sessions).await;
+    }
+
+    /// Close every pooled session; leased sessions are closed when returned. Nothing is pooled after.
+    pub async fn shutdown(&self) {
+        self.inner.stop.cancel();
+        let sessions: Vec<Arc<Session>> = {
+            let mut state = lock(&self.inner.state);
+            state.closed = true;
+            let leased: Vec<u64> = state.leased.keys().copied().collect();
+            state.doomed.extend(leased);
+            state.idle.drain().map(|(_, i)| i.session).collect()
+        };
+        self.inner.close_all(sessions).await;
+    }
+
+    /// Number of open downstream sessions, pooled or leased.
+    pub fn live_sessions(&self) -> usize {
+        self.inner.live.load(Ordering::SeqCst)
+    }
+
+    /// Number of idle pooled sessions.
+    pub fn idle_sessions(&self) -> usize {
+        lock(&self.inner.state).idle.len()
+    }
+
+    /// Register a callback invoked with the session's label on `notifications/tools/list_changed`.
+    pub fn on_list_changed(&self, f: Arc<dyn Fn(&str) + Send + Sync>) {
+        match self.inner.callbacks.write() {
+            Ok(mut c) => c.push(f),
+            Err(poisoned) => poisoned.into_inner().push(f),
+        }
+    }
+}
+
+async fn list_all_tools(
+    peer: &Peer<RoleClient>,
+    endpoint: &str,
+    max_pages: usize,
+) -> Result<Vec<Value>, McpError> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = HashSet::new();
+    for _ in 0..max_pages {
+        let params = cursor
+            .clone()
+            .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let page = peer
+            .list_tools(params)
+            .await
+            .map_err(|e| error::list_error(endpoint, &e))?;
+        for tool in &page.tools {
+            tools.push(serde_json::to_value(tool).unwrap_or(Value::Null));
+        }
+        match page.next_cursor {
+            Some(next) if !next.is_empty() && seen.insert(next.clone()) => cursor = Some(next),
+            _ => break,
+        }
+    }
+    Ok(tools)
+}
+
+/// A leased session held by a scope.
+struct Lease {
+    session: Arc<Session>,
+    reused: bool,
+}
+
+#[derive(Default)]
+struct Slot {
+    lease: tokio::sync::Mutex<Option<Lease>>,
+}
+
+/// A per-execution scope of downstream sessions. Send + Sync; share it via `Arc`.
+pub struct ExecutionScope {
+    inner: Arc<Inner>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+}
+
+impl std::fmt::Debug for ExecutionScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecutionScope")
+            .field("keys", &lock(&self.slots).len())
+            .finish()
+    }
+}
+
+impl ExecutionScope {
+    /// The scope's session for `key`, leased on first use. Concurrent first calls wait for one dial.
+    async fn session(
+        &self,
+        key: &SessionKey,
+        target: &RemoteTarget,
+        force_fresh: Option<&Arc<Session>>,
+    ) -> Result<(Arc<Session>, bool), McpError> {
+        let slot = lock(&self.slots)
+            .entry(key.digest().to_owned())
+            .or_default()
+            .clone();
+        let mut guard = slot.lease.lock().await;
+        if let Some(lease) = guard.as_ref() {
+            let replaced = force_fresh.is_some_and(|old| Arc::ptr_eq(old, &lease.session));
+            if lease.session.usable() && !replaced {
+                return Ok((lease.session.clone(), lease.reused));
+            }
+        }
+        if let Some(old) = guard.take() {
+            if force_fresh.is_some() {
+                old.session.broken.store(true, Ordering::SeqCst);
+            }
+            self.inner.release(old.session).await;
+        }
+        let (session, reused) = if force_fresh.is_some() {
+            let session = self.inner.dial(target, key).await?;
+            self.inner.lease(&session);
+            (session, false)
+        } else {
+            self.inner.acquire(target, key).await?
+        };
+        *guard = Some(Lease {
+            session: session.clone(),
+            reused,
+        });
+        Ok((session, reused))
+    }
+
+    async fn invoke(
+        &self,
+        session: &Session,
+        endpoint: &str,
+        real_name: &str,
+        arguments: &serde_json::Map<String, Value>,
+    ) -> Result<Value, (McpError, Option<u16>)> {
+        let params =
+            CallToolRequestParams::new(real_name.to_owned()).with_arguments(arguments.clone());
+        let call = session.peer.call_tool(params);
+        match tokio::time::timeout(self.inner.config.call_timeout, call).await {
+            Err(_) => Err((McpError::Timeout { stage: "call" }, None)),
+            Ok(Ok(result)) => {
+                Ok(serde_json::to_value(&result).unwrap_or_else(|e| {
+                    serde_json::json!({"content": [{"type": "text", "text": format!("unserialisable result: {e}")}], "isError": true})
+                }))
+            }
+            Ok(Err(e)) => {
+                let (mapped, diagnosis) = error::call_error(endpoint, &e);
+                let status = diagnosis.status;
+                if diagnosis.broken
+                    || diagnosis.unreachable.is_some()
+                    || matches!(status, Some(400 | 404 | 408))
+                {
+                    session.broken.store(true, Ordering::SeqCst);
+                }
+                Err((mapped, status))
+            }
+        }
+    }
+
+    /// `tools/call {name: real_name, arguments}` on this scope's session for `key`.
+    /// Returns the raw CallToolResult as JSON (content / structuredContent / isError).
+    pub async fn call_tool(
+        &self,
+        key: &SessionKey,
+        target: &RemoteTarget,
+        real_name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        let (session, reused) = self.session(key, target, None).await?;
+        match self
+            .invoke(&session, &target.endpoint, real_name, &arguments)
+            .await
+        {
+            Ok(v) => Ok(v),
+            // A reused session the server forgot: redial once and retry (rmcp's own transparent
+            // re-initialisation normally handles this first).
+            Err((_, Some(404))) if reused => {
+                tracing::debug!(
+                    label = key.label(),
+                    "pooled MCP session expired; redialling once"
+                );
+                let (fresh, _) = self.session(key, target, Some(&session)).await?;
+                self.invoke(&fresh, &target.endpoint, real_name, &arguments)
+                    .await
+                    .map_err(|(e, _)| e)
+            }
+            Err((e, _)) => Err(e),
+        }
+    }
+
+    fn take_leases(&self) -> Vec<Arc<Session>> {
+        let slots: Vec<Arc<Slot>> = lock(&self.slots).drain().map(|(_, s)| s).collect();
+        slots
+            .into_iter()
+            .filter_map(|slot| match slot.lease.try_lock() {
+                Ok(mut guard) => guard.take().map(|l| l.session),
+                Err(_) => None,
+            })
+            .collect()
+    }
+
+    /// Return every session to the pool (one idle per key; broken ones are closed).
+    pub async fn finish(self) {
+        let sessions = self.take_leases();
+        let inner = self.inner.clone();
+        futures::future::join_all(sessions.into_iter().map(|s| inner.release(s))).await;
+    }
+}
+
+impl Drop for ExecutionScope {
+    fn drop(&mut self) {
+        let sessions = self.take_leases();
+        if sessions.is_empty() {
+            return;
+        }
+        let inner = self.inner.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    futures::future::join_all(sessions.into_iter().map(|s| inner.release(s))).await;
+                });
+            }
+            Err(_) => {
+                // No runtime: drop the services (rmcp cancels them); keep the accounting right.
+                let mut state = lock(&inner.state);
+                for s in sessions {
+                    state.leased.remove(&s.serial);
+                    state.doomed.remove(&s.serial);
+                    if lock(&s.service).take().is_some() {
+                        inner.live.fetch_sub(1, Ordering::SeqCst);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,502 @@
+//! Real MCP fixture servers for integration tests (feature `testing`).
+//!
+//! * [`serve_stateful`]: an rmcp streamable-HTTP server (`StreamableHttpService` + `LocalSessionManager`,
+//!   mounted in axum on `127.0.0.1:0`). Each MCP session gets its own [`StatefulHandler`] holding
+//!   `selected: Option<String>` — the shape of Render's workspace selection. An axum middleware keeps a
+//!   request ledger (HTTP method, `Mcp-Session-Id`, JSON-RPC method, status), and
+//!   [`StatefulMcpServer::forget_sessions`] makes the server forget every session (old ids → 404).
+//! * [`serve_legacy_sse`]: the same tools behind a legacy (2024-11-05) HTTP+SSE endpoint.
+//!
+//! Tools: `select_workspace {workspace?}`, `get_workspace`, `slow {ms}`, `fail` (isError),
+//! `typed` (outputSchema + structuredContent), `delete_everything` (destructiveHint),
+//! `Weird Name!` (sanitised to `weird_name`), `change_tools` (sends `notifications/tools/list_changed`).
+//! `tools/list` is paginated, 3 tools per page.
+
+use std::collections::{BTreeSet, HashMap};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Query, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures::StreamExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ServerJsonRpcMessage, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Tools per `tools/list` page.
+pub const PAGE_SIZE: usize = 3;
+
+/// Per-session fixture handler.
+#[derive(Clone, Default)]
+pub struct StatefulHandler {
+    selected: Arc<Mutex<Option<String>>>,
+}
+
+fn tool(value: Value) -> Tool {
+    serde_json::from_value(value).expect("fixture tool")
+}
+
+/// The fixture's tool list.
+pub fn fixture_tools() -> Vec<Tool> {
+    let empty = json!({"type": "object", "properties": {}});
+    vec![
+        tool(
+            json!({"name": "select_workspace", "description": "Selects the workspace for this MCP session",
+            "inputSchema": {"type": "object", "properties": {"workspace": {"type": "string"}}}}),
+        ),
+        tool(
+            json!({"name": "get_workspace", "description": "Returns the workspace selected earlier in this MCP session",
+            "inputSchema": empty}),
+        ),
+        tool(
+            json!({"name": "slow", "description": "Sleeps for ms milliseconds",
+            "inputSchema": {"type": "object", "properties": {"ms": {"type": "number"}}}}),
+        ),
+        tool(
+            json!({"name": "fail", "description": "Always returns an error result", "inputSchema": empty}),
+        ),
+        tool(
+            json!({"name": "typed", "description": "Returns structured content",
+            "inputSchema": empty,
+            "outputSchema": {"type": "object", "properties": {"count": {"type": "number"}}, "required": ["count"]}}),
+        ),
+        tool(json!({"name": "delete_everything", "inputSchema": empty,
+            "annotations": {"title": "Delete everything", "destructiveHint": true}})),
+        tool(
+            json!({"name": "Weird Name!", "description": "A tool whose name needs sanitising", "inputSchema": empty}),
+        ),
+        tool(
+            json!({"name": "change_tools", "description": "Announces a tool list change", "inputSchema": empty}),
+        ),
+    ]
+}
+
+fn text_result(text: impl Into<String>, is_error: bool) -> CallToolResult {
+    serde_json::from_value(json!({
+        "content": [{"type": "text", "text": text.into()}],
+        "isError": is_error,
+    }))
+    .expect("fixture result")
+}
+
+impl ServerHandler for StatefulHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("session-stateful-test-server", "1.0.0"))
+        .with_instructions("Select a workspace first.")
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let all = fixture_tools();
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let end = (start + PAGE_SIZE).min(all.len());
+        let mut result = ListToolsResult::with_all_items(all[start.min(end)..end].to_vec());
+        result.next_cursor = (end < all.len()).then(|| end.to_string());
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            "select_workspace" => {
+                let ws = args
+                    .get("workspace")
+                    .and_then(Value::as_str)
+                    .unwrap_or("ws-e2e")
+                    .to_owned();
+                *self.selected.lock().unwrap() = Some(ws.clone());
+                text_result(format!("selected:{ws}"), false)
+            }
+            "get_workspace" => match self.selected.lock().unwrap().clone() {
+                Some(ws) => text_result(format!("workspace:{ws}"), false),
+                None => text_result("no workspace selected", false),
+            },
+            "slow" => {
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(50);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                text_result(format!("slept:{ms}"), false)
+            }
+            "fail" => text_result("something went wrong", true),
+            "typed" => serde_json::from_value(json!({
+                "content": [{"type": "text", "text": "{\"count\":3}"}],
+                "structuredContent": {"count": 3},
+            }))
+            .expect("typed result"),
+            "delete_everything" => text_result("deleted", false),
+            "Weird Name!" => text_result("weird", false),
+            "change_tools" => {
+                let _ = context.peer.notify_tool_list_changed().await;
+                text_result("changed", false)
+            }
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("Unknown tool: {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+/// One request seen by a fixture server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEntry {
+    /// HTTP method (`POST`, `GET`, `DELETE`).
+    pub method: String,
+    /// `Mcp-Session-Id` request header (or the legacy SSE `sessionId` query parameter).
+    pub session_id: Option<String>,
+    /// JSON-RPC method of a POSTed request/notification (`"response"` for client responses).
+    pub rpc_method: Option<String>,
+    /// HTTP response status.
+    pub status: u16,
+    /// Request path and query.
+    pub uri: String,
+    /// `Authorization` request header.
+    pub authorization: Option<String>,
+}
+
+/// Shared request ledger.
+#[derive(Clone, Default)]
+pub struct Ledger(Arc<Mutex<Vec<LedgerEntry>>>);
+
+impl Ledger {
+    pub fn entries(&self) -> Vec<LedgerEntry> {
+        self.0.lock().unwrap().clone()
+    }
+    pub fn clear(&self) {
+        self.0.lock().unwrap().clear();
+    }
+    /// Distinct session ids carried by requests.
+    pub fn session_ids(&self) -> BTreeSet<String> {
+        self.entries()
+            .into_iter()
+            .filter_map(|e| e.session_id)
+            .collect()
+    }
+    /// Session ids of successful `tools/call` POSTs.
+    pub fn call_session_ids(&self) -> BTreeSet<String> {
+        self.entries()
+            .into_iter()
+            .filter(|e| e.rpc_method.as_deref() == Some("tools/call") && e.status < 300)
+            .filter_map(|e| e.session_id)
+            .collect()
+    }
+    /// Number of `initialize` requests (= sessions dialled).
+    pub fn initialize_count(&self) -> usize {
+        self.entries()
+            .iter()
+            .filter(|e| e.rpc_method.as_deref() == Some("initialize"))
+            .count()
+    }
+    /// Session ids that received a DELETE.
+    pub fn deleted_session_ids(&self) -> BTreeSet<String> {
+        self.entries()
+            .into_iter()
+            .filter(|e| e.method == "DELETE")
+            .filter_map(|e| e.session_id)
+            .collect()
+    }
+    fn push(&self, entry: LedgerEntry) {
+        self.0.lock().unwrap().push(entry);
+    }
+}
+
+async fn ledger_middleware(State(ledger): State<Ledger>, request: Request, next: Next) -> Response {
+    let method = request.method().to_string();
+    let uri = request.uri().to_string();
+    let authorization = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut session_id = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if session_id.is_none() {
+        session_id = request.uri().query().and_then(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .find(|(k, _)| k == "sessionId")
+                .map(|(_, v)| v.into_owned())
+        });
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024 * 1024)
+        .await
+        .unwrap_or_default();
+    let rpc_method = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| {
+        v.get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| {
+                (v.get("result").is_some() || v.get("error").is_some())
+                    .then(|| "response".to_owned())
+            })
+    });
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    ledger.push(LedgerEntry {
+        method,
+        session_id,
+        rpc_method,
+        status: response.status().as_u16(),
+        uri,
+        authorization,
+    });
+    response
+}
+
+async fn bind() -> (tokio::net::TcpListener, SocketAddr) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local addr");
+    (listener, addr)
+}
+
+fn spawn_server(listener: tokio::net::TcpListener, router: Router, cancel: CancellationToken) {
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { cancel.cancelled_owned().await })
+            .await;
+    });
+}
+
+/// The session-stateful streamable-HTTP fixture. Stops when dropped.
+pub struct StatefulMcpServer {
+    /// `http://127.0.0.1:<port>/mcp`
+    pub url: String,
+    pub addr: SocketAddr,
+    pub ledger: Ledger,
+    sessions: Arc<LocalSessionManager>,
+    cancel: CancellationToken,
+}
+
+impl StatefulMcpServer {
+    /// Forget every session: requests carrying an old `Mcp-Session-Id` now get HTTP 404.
+    pub async fn forget_sessions(&self) {
+        self.sessions.sessions.write().await.clear();
+    }
+    /// Sessions the server currently holds.
+    pub async fn live_sessions(&self) -> usize {
+        self.sessions.sessions.read().await.len()
+    }
+    pub fn requests(&self) -> Vec<LedgerEntry> {
+        self.ledger.entries()
+    }
+    pub fn clear_requests(&self) {
+        self.ledger.clear();
+    }
+}
+
+impl Drop for StatefulMcpServer {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Start the session-stateful streamable-HTTP fixture on `127.0.0.1:0`.
+pub async fn serve_stateful() -> StatefulMcpServer {
+    let cancel = CancellationToken::new();
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service: StreamableHttpService<StatefulHandler, LocalSessionManager> =
+        StreamableHttpService::new(
+            || Ok(StatefulHandler::default()),
+            sessions.clone(),
+            StreamableHttpServerConfig::default()
+                .with_sse_keep_alive(None)
+                .with_cancellation_token(cancel.child_token()),
+        );
+    let ledger = Ledger::default();
+    let router = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(
+            ledger.clone(),
+            ledger_middleware,
+        ));
+    let (listener, addr) = bind().await;
+    spawn_server(listener, router, cancel.clone());
+    StatefulMcpServer {
+        url: format!("http://{addr}/mcp"),
+        addr,
+        ledger,
+        sessions,
+        cancel,
+    }
+}
+
+type Inbox = futures::channel::mpsc::UnboundedSender<ClientJsonRpcMessage>;
+
+#[derive(Clone, Default)]
+struct SseState {
+    inboxes: Arc<Mutex<HashMap<String, Inbox>>>,
+    next: Arc<AtomicU64>,
+}
+
+/// The legacy HTTP+SSE fixture (`GET /sse`, `POST /message?sessionId=…`). Stops when dropped.
+pub struct LegacySseServer {
+    /// `http://127.0.0.1:<port>/sse`
+    pub url: String,
+    pub addr: SocketAddr,
+    pub ledger: Ledger,
+    state: SseState,
+    cancel: CancellationToken,
+}
+
+impl LegacySseServer {
+    /// Open SSE streams whose server session is still running.
+    pub fn live_sessions(&self) -> usize {
+        let mut inboxes = self.state.inboxes.lock().unwrap();
+        inboxes.retain(|_, tx| !tx.is_closed());
+        inboxes.len()
+    }
+}
+
+impl Drop for LegacySseServer {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+struct InboxGuard {
+    state: SseState,
+    id: String,
+}
+
+impl Drop for InboxGuard {
+    fn drop(&mut self) {
+        self.state.inboxes.lock().unwrap().remove(&self.id);
+    }
+}
+
+async fn sse_get(State(state): State<SseState>) -> Response {
+    let id = format!("sse-{}", state.next.fetch_add(1, Ordering::SeqCst));
+    let (in_tx, in_rx) = futures::channel::mpsc::unbounded::<ClientJsonRpcMessage>();
+    let (out_tx, out_rx) = futures::channel::mpsc::unbounded::<ServerJsonRpcMessage>();
+    state.inboxes.lock().unwrap().insert(id.clone(), in_tx);
+    tokio::spawn(async move {
+        if let Ok(running) = StatefulHandler::default().serve((out_tx, in_rx)).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let endpoint = futures::stream::once(futures::future::ready(Ok::<_, Infallible>(
+        Event::default()
+            .event("endpoint")
+            .data(format!("/message?sessionId={id}")),
+    )));
+    // Dropping the response stream (client went away) removes the inbox, which ends the session.
+    let guard = InboxGuard {
+        state: state.clone(),
+        id,
+    };
+    let messages = out_rx.map(move |msg| {
+        let _keep = &guard;
+        Ok::<_, Infallible>(
+            Event::default()
+                .event("message")
+                .data(serde_json::to_string(&msg).unwrap_or_default()),
+        )
+    });
+    Sse::new(endpoint.chain(messages)).into_response()
+}
+
+async fn sse_post(
+    State(state): State<SseState>,
+    Query(query): Query<HashMap<String, String>>,
+    body: axum::body::Bytes,
+) -> Response {
+    let Some(id) = query.get("sessionId") else {
+        return (StatusCode::BAD_REQUEST, "missing sessionId").into_response();
+    };
+    let Some(inbox) = state.inboxes.lock().unwrap().get(id).cloned() else {
+        return (StatusCode::NOT_FOUND, "unknown session").into_response();
+    };
+    let Ok(message) = serde_json::from_slice::<ClientJsonRpcMessage>(&body) else {
+        return (StatusCode::BAD_REQUEST, "invalid JSON-RPC").into_response();
+    };
+    if inbox.unbounded_send(message).is_err() {
+        return (StatusCode::NOT_FOUND, "session closed").into_response();
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// Start the legacy HTTP+SSE fixture on `127.0.0.1:0`.
+pub async fn serve_legacy_sse() -> LegacySseServer {
+    let cancel = CancellationToken::new();
+    let state = SseState::default();
+    let ledger = Ledger::default();
+    let router = Router::new()
+        .route("/sse", get(sse_get))
+        .route("/message", axum::routing::post(sse_post))
+        .with_state(state.clone())
+        .layer(middleware::from_fn_with_state(
+            ledger.clone(),
+            ledger_middleware,
+        ));
+    let (listener, addr) = bind().await;
+    spawn_server(listener, router, cancel.clone());
+    LegacySseServer {
+        url: format!("http://{addr}/sse"),
+        addr,
+        ledger,
+        state,
+        cancel,
+    }
+}
+
+/// A plain HTTP server answering every request with `status` and `body` (auth walls, non-MCP URLs).
+pub async fn serve_static(
+    status: u16,
+    content_type: &'static str,
+    body: &'static str,
+) -> (String, CancellationToken) {
+    let cancel = CancellationToken::new();
+    let router = Router::new().fallback(move || async move {
+        let mut response = Response::new(Body::from(body));
+        *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+        response.headers_mut().insert(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static(content_type),
+        );
+        response
+    });
+    let (listener, addr) = bind().await;
+    spawn_server(listener, router, cancel.clone());
+    (format!("http://{addr}/mcp"), cancel)
+}
