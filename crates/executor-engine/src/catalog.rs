@@ -1,0 +1,458 @@
+//! Integrations, connections and their tools: the catalog every surface reads.
+
+use std::collections::BTreeMap;
+
+use executor_core::auth::AuthMethod;
+use executor_core::{Owner, ToolAddress, normalize_connection_name, now_ms};
+use executor_store::{
+    ConnectionKey, ConnectionRecord, IntegrationRecord, ToolFilter, ToolRecord, ToolSummary,
+};
+use serde_json::Value;
+
+use crate::error::{EngineError, EngineResult};
+use crate::{Engine, mcp_plugin};
+
+/// Slug of the static built-in integration, always listed first.
+pub const BUILTIN_INTEGRATION: &str = "executor";
+
+/// The provider that holds pasted credential values (the encrypted vault in a later issue).
+pub(crate) const DEFAULT_PROVIDER: &str = "vault";
+
+/// An integration as the catalog presents it.
+#[derive(Debug, Clone)]
+pub struct IntegrationView {
+    pub slug: String,
+    pub name: String,
+    pub description: String,
+    pub kind: String,
+    pub can_remove: bool,
+    pub can_refresh: bool,
+    pub auth_methods: Vec<AuthMethod>,
+    pub display_url: Option<String>,
+}
+
+impl IntegrationView {
+    fn builtin() -> Self {
+        IntegrationView {
+            slug: BUILTIN_INTEGRATION.to_owned(),
+            name: "Executor".to_owned(),
+            description: "Built-in tools to manage Executor itself.".to_owned(),
+            kind: "built-in".to_owned(),
+            can_remove: false,
+            can_refresh: false,
+            auth_methods: Vec::new(),
+            display_url: None,
+        }
+    }
+
+    pub(crate) fn from_record(record: &IntegrationRecord) -> Self {
+        let description = record.description.clone().unwrap_or_default();
+        let name = record
+            .name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .or_else(|| Some(description.clone()).filter(|d| !d.is_empty()))
+            .unwrap_or_else(|| record.slug.clone());
+        let (auth_methods, display_url) = match record.plugin_id.as_str() {
+            mcp_plugin::PLUGIN_ID => mcp_plugin::McpConfig::from_value(&record.config)
+                .map(|c| (c.authentication_template.clone(), Some(c.endpoint.clone())))
+                .unwrap_or_default(),
+            _ => (Vec::new(), None),
+        };
+        IntegrationView {
+            slug: record.slug.clone(),
+            name,
+            description,
+            kind: record.plugin_id.clone(),
+            can_remove: record.can_remove,
+            can_refresh: record.can_refresh,
+            auth_methods,
+            display_url,
+        }
+    }
+}
+
+/// Where a new connection's credential values come from (exactly one).
+#[derive(Debug, Clone)]
+pub enum CredentialOrigin {
+    /// Sugar for the variable `token`.
+    Value(String),
+    Values(BTreeMap<String, String>),
+    From { provider: String, id: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct ConnectionInput {
+    pub owner: Owner,
+    pub name: String,
+    pub integration: String,
+    pub template: String,
+    pub identity_label: Option<String>,
+    pub description: Option<String>,
+    pub origin: CredentialOrigin,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ToolListFilter {
+    pub integration: Option<String>,
+    pub owner: Option<Owner>,
+    pub connection: Option<String>,
+    pub query: Option<String>,
+}
+
+impl Engine {
+    // ---- integrations -------------------------------------------------------------------
+
+    pub async fn list_integrations(&self) -> EngineResult<Vec<IntegrationView>> {
+        let records = self.inner.store.list_integrations(&self.inner.scope).await?;
+        let mut out = Vec::with_capacity(records.len() + 1);
+        out.push(IntegrationView::builtin());
+        out.extend(
+            records
+                .iter()
+                .filter(|r| r.slug != BUILTIN_INTEGRATION)
+                .map(IntegrationView::from_record),
+        );
+        Ok(out)
+    }
+
+    pub async fn get_integration(&self, slug: &str) -> EngineResult<IntegrationView> {
+        if slug == BUILTIN_INTEGRATION {
+            return Ok(IntegrationView::builtin());
+        }
+        self.integration_record(slug)
+            .await
+            .map(|r| IntegrationView::from_record(&r))
+    }
+
+    pub(crate) async fn integration_record(&self, slug: &str) -> EngineResult<IntegrationRecord> {
+        self.inner
+            .store
+            .get_integration(&self.inner.scope, slug)
+            .await?
+            .ok_or_else(|| EngineError::IntegrationNotFound {
+                slug: slug.to_owned(),
+            })
+    }
+
+    pub async fn update_integration(
+        &self,
+        slug: &str,
+        name: Option<String>,
+        description: Option<String>,
+    ) -> EngineResult<IntegrationView> {
+        if slug == BUILTIN_INTEGRATION {
+            return Err(EngineError::IntegrationNotFound {
+                slug: slug.to_owned(),
+            });
+        }
+        let updated = self
+            .inner
+            .store
+            .update_integration_meta(&self.inner.scope, slug, name, description)
+            .await?
+            .ok_or_else(|| EngineError::IntegrationNotFound {
+                slug: slug.to_owned(),
+            })?;
+        Ok(IntegrationView::from_record(&updated))
+    }
+
+    /// Removes an integration with its connections and tools, and closes its downstream
+    /// sessions. Unknown slugs (and the built-in) succeed silently, as the spec says.
+    pub async fn remove_integration(&self, slug: &str) -> EngineResult<()> {
+        if slug == BUILTIN_INTEGRATION {
+            return Ok(());
+        }
+        let Some(record) = self
+            .inner
+            .store
+            .get_integration(&self.inner.scope, slug)
+            .await?
+        else {
+            return Ok(());
+        };
+        if !record.can_remove {
+            return Err(EngineError::IntegrationRemovalNotAllowed {
+                slug: slug.to_owned(),
+            });
+        }
+        let connections = self
+            .inner
+            .store
+            .list_connections(&self.inner.scope, Some(slug), None)
+            .await?;
+        self.inner.store.delete_integration(&self.inner.scope, slug).await?;
+        for connection in &connections {
+            for item in item_ids(&connection.item_ids).values() {
+                self.inner.store.delete_secret(&self.inner.scope, item).await?;
+            }
+        }
+        let prefix = format!("{slug}/");
+        self.inner
+            .mcp
+            .close_where(move |label| label.starts_with(&prefix))
+            .await;
+        Ok(())
+    }
+
+    // ---- connections --------------------------------------------------------------------
+
+    pub async fn list_connections(
+        &self,
+        integration: Option<&str>,
+        owner: Option<Owner>,
+    ) -> EngineResult<Vec<ConnectionRecord>> {
+        Ok(self
+            .inner
+            .store
+            .list_connections(&self.inner.scope, integration, owner)
+            .await?)
+    }
+
+    pub async fn get_connection(&self, key: &ConnectionKey) -> EngineResult<ConnectionRecord> {
+        self.inner
+            .store
+            .get_connection(&self.inner.scope, key)
+            .await?
+            .ok_or_else(|| connection_not_found(key))
+    }
+
+    /// Creates or updates (upsert on owner+integration+name) a connection, then produces its
+    /// tools before returning.
+    pub async fn create_connection(&self, input: ConnectionInput) -> EngineResult<ConnectionRecord> {
+        let integration = self.integration_record(&input.integration).await?;
+        if input.owner == Owner::User && self.inner.scope.subject.is_none() {
+            return Err(EngineError::InvalidConnectionInput {
+                message: "Cannot create a personal connection: this context has no user subject."
+                    .to_owned(),
+            });
+        }
+        let view = IntegrationView::from_record(&integration);
+        let is_none_template = input.template == "none";
+        if !is_none_template && !view.auth_methods.iter().any(|m| m.slug() == input.template) {
+            let known: Vec<&str> = view.auth_methods.iter().map(AuthMethod::slug).collect();
+            return Err(EngineError::InvalidConnectionInput {
+                message: format!(
+                    "Unknown auth method {:?} for integration {:?}; it declares: {}.",
+                    input.template,
+                    input.integration,
+                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                ),
+            });
+        }
+        let name = normalize_connection_name(&input.name);
+        let key = ConnectionKey {
+            owner: input.owner,
+            integration: input.integration.clone(),
+            name: name.clone(),
+        };
+        let item_prefix = format!("connection:{}:{}:{}", input.owner, input.integration, name);
+        // Pasted values go to the default provider; references name an item of a provider.
+        let (provider, pasted, referenced): (String, BTreeMap<String, String>, BTreeMap<String, String>) =
+            match &input.origin {
+                CredentialOrigin::Value(v) => (
+                    DEFAULT_PROVIDER.to_owned(),
+                    non_empty([("token".to_owned(), v.clone())]),
+                    BTreeMap::new(),
+                ),
+                CredentialOrigin::Values(values) => (
+                    DEFAULT_PROVIDER.to_owned(),
+                    non_empty(values.clone()),
+                    BTreeMap::new(),
+                ),
+                CredentialOrigin::From { provider, id } => {
+                    if provider != DEFAULT_PROVIDER {
+                        return Err(EngineError::CredentialProviderNotRegistered {
+                            provider: provider.clone(),
+                        });
+                    }
+                    (
+                        provider.clone(),
+                        BTreeMap::new(),
+                        BTreeMap::from([("token".to_owned(), id.clone())]),
+                    )
+                }
+            };
+        if !is_none_template && pasted.is_empty() && referenced.is_empty() {
+            return Err(EngineError::InvalidConnectionInput {
+                message: "A connection must supply at least one credential input.".to_owned(),
+            });
+        }
+        let mut item_ids = serde_json::Map::new();
+        for (variable, value) in &pasted {
+            let item = format!("{item_prefix}:{variable}");
+            self.inner.store.put_secret(&self.inner.scope, &item, value).await?;
+            item_ids.insert(variable.clone(), Value::String(item));
+        }
+        for (variable, item) in referenced {
+            item_ids.insert(variable, Value::String(item));
+        }
+        let now = now_ms();
+        let record = ConnectionRecord {
+            owner: input.owner,
+            integration: input.integration.clone(),
+            name,
+            template: input.template.clone(),
+            provider,
+            item_ids: Value::Object(item_ids),
+            identity_label: input.identity_label,
+            description: input.description,
+            last_health: None,
+            tools_synced_at: None,
+            expires_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        self.inner.store.upsert_connection(&self.inner.scope, &record).await?;
+        // A re-saved connection may carry other credentials: its old sessions must not be reused.
+        let label = session_label(&key);
+        self.inner.mcp.close_where(move |l| l == label).await;
+        self.produce_tools(&integration, &key).await?;
+        self.get_connection(&key).await
+    }
+
+    pub async fn update_connection(
+        &self,
+        key: &ConnectionKey,
+        description: Option<Option<String>>,
+        identity_label: Option<Option<String>>,
+    ) -> EngineResult<ConnectionRecord> {
+        self.inner
+            .store
+            .update_connection_meta(&self.inner.scope, key, description, identity_label)
+            .await?
+            .ok_or_else(|| connection_not_found(key))
+    }
+
+    pub async fn remove_connection(&self, key: &ConnectionKey) -> EngineResult<()> {
+        let record = self.get_connection(key).await?;
+        self.inner.store.delete_connection(&self.inner.scope, key).await?;
+        for item in item_ids(&record.item_ids).values() {
+            self.inner.store.delete_secret(&self.inner.scope, item).await?;
+        }
+        let label = session_label(key);
+        self.inner.mcp.close_where(move |l| l == label).await;
+        Ok(())
+    }
+
+    /// Re-produces a connection's tools and returns the new list.
+    pub async fn refresh_connection(&self, key: &ConnectionKey) -> EngineResult<Vec<ToolSummary>> {
+        self.get_connection(key).await?;
+        let integration = self.integration_record(&key.integration).await?;
+        self.produce_tools(&integration, key).await?;
+        self.list_tools(&ToolListFilter {
+            integration: Some(key.integration.clone()),
+            owner: Some(key.owner),
+            connection: Some(key.name.clone()),
+            query: None,
+        })
+        .await
+    }
+
+    /// Runs the integration's plugin to produce the connection's tools. A failed sync keeps the
+    /// previous catalog and records why on the connection's health.
+    pub(crate) async fn produce_tools(
+        &self,
+        integration: &IntegrationRecord,
+        key: &ConnectionKey,
+    ) -> EngineResult<()> {
+        let produced = match integration.plugin_id.as_str() {
+            mcp_plugin::PLUGIN_ID => mcp_plugin::produce_tools(&self.inner, integration, key).await,
+            other => Err(format!("no plugin for integration kind {other:?}")),
+        };
+        match produced {
+            Ok(tools) => {
+                self.inner
+                    .store
+                    .replace_tools(&self.inner.scope, key, &tools, &serde_json::Map::new())
+                    .await?
+            }
+            Err(reason) => {
+                tracing::warn!(integration = %key.integration, connection = %key.name, %reason, "tool sync failed");
+                self.inner
+                    .store
+                    .mark_sync_failed(&self.inner.scope, key, &reason)
+                    .await?
+            }
+        }
+        Ok(())
+    }
+
+    // ---- tools --------------------------------------------------------------------------
+
+    pub async fn list_tools(&self, filter: &ToolListFilter) -> EngineResult<Vec<ToolSummary>> {
+        Ok(self
+            .inner
+            .store
+            .list_tools(
+                &self.inner.scope,
+                &ToolFilter {
+                    integration: filter.integration.clone(),
+                    owner: filter.owner,
+                    connection: filter.connection.clone(),
+                    query: filter.query.clone(),
+                },
+            )
+            .await?)
+    }
+
+    /// The tool with its schemas and shared definitions; `ToolNotFound` for unknown addresses.
+    pub async fn tool_schema(
+        &self,
+        address: &str,
+    ) -> EngineResult<(ToolRecord, serde_json::Map<String, Value>)> {
+        let not_found = || EngineError::ToolNotFound {
+            address: address.to_owned(),
+            suggestions: Vec::new(),
+        };
+        let parsed = ToolAddress::parse(address).map_err(|_| not_found())?;
+        let tool = self
+            .inner
+            .store
+            .get_tool(&self.inner.scope, &parsed)
+            .await?
+            .ok_or_else(not_found)?;
+        let definitions = self
+            .inner
+            .store
+            .tool_definitions(
+                &self.inner.scope,
+                &ConnectionKey {
+                    owner: parsed.owner,
+                    integration: parsed.integration.clone(),
+                    name: parsed.connection.clone(),
+                },
+            )
+            .await?;
+        Ok((tool, definitions))
+    }
+}
+
+/// Pool label of a connection's downstream sessions: `<integration>/<owner>/<name>`.
+pub(crate) fn session_label(key: &ConnectionKey) -> String {
+    format!("{}/{}/{}", key.integration, key.owner, key.name)
+}
+
+pub(crate) fn connection_not_found(key: &ConnectionKey) -> EngineError {
+    EngineError::ConnectionNotFound {
+        owner: key.owner,
+        integration: key.integration.clone(),
+        name: key.name.clone(),
+    }
+}
+
+/// `{variable: itemId}` of a stored connection.
+pub(crate) fn item_ids(value: &Value) -> BTreeMap<String, String> {
+    value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn non_empty(values: impl IntoIterator<Item = (String, String)>) -> BTreeMap<String, String> {
+    values.into_iter().filter(|(_, v)| !v.is_empty()).collect()
+}

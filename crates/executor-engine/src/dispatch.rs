@@ -1,0 +1,270 @@
+//! The dispatcher: every tool call of an execution goes through here, from path to address,
+//! to catalog, to approval, to the integration kind that invokes it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use executor_core::{ToolAddress, ToolError, ToolOutcome};
+use executor_mcp::{ExecutionScope, McpError};
+use executor_sandbox::{HostCalls, HostReply};
+use executor_store::{ConnectionKey, ToolFilter, ToolRecord};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::sync::{OnceCell, mpsc, oneshot};
+
+use crate::Inner;
+use crate::execution::{ExecEvent, PauseRequest, ResumeAction};
+use crate::mcp_plugin::{self, ResolvedTarget};
+
+/// Arguments shown in an approval are cut to this many characters.
+const APPROVAL_ARGS_PREVIEW: usize = 4_000;
+
+/// State of one execution shared by its tool calls.
+pub(crate) struct ExecutionCtx {
+    mcp: Mutex<Option<Arc<ExecutionScope>>>,
+    auto_approve: bool,
+    events: mpsc::UnboundedSender<ExecEvent>,
+    /// Resolved connections, so that repeated calls skip the store and credential reads.
+    targets: Mutex<HashMap<ConnectionKey, Arc<OnceCell<Result<Arc<ResolvedTarget>, ToolError>>>>>,
+}
+
+impl ExecutionCtx {
+    pub(crate) fn new(
+        scope: ExecutionScope,
+        auto_approve: bool,
+        events: mpsc::UnboundedSender<ExecEvent>,
+    ) -> Self {
+        Self {
+            mcp: Mutex::new(Some(Arc::new(scope))),
+            auto_approve,
+            events,
+            targets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn mcp_scope(&self) -> Option<Arc<ExecutionScope>> {
+        lock(&self.mcp).clone()
+    }
+
+    /// Returns the execution's downstream sessions to the pool.
+    pub(crate) async fn finish(&self) {
+        let scope = lock(&self.mcp).take();
+        if let Some(scope) = scope {
+            match Arc::try_unwrap(scope) {
+                Ok(scope) => scope.finish().await,
+                // A call still in flight holds it; its drop returns the sessions.
+                Err(still_shared) => drop(still_shared),
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The sandbox's door: runs each call on the IO runtime, never on the JS threads.
+pub(crate) struct ExecutionHost {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) ctx: Arc<ExecutionCtx>,
+}
+
+impl HostCalls for ExecutionHost {
+    fn call(&self, path: String, args: Value) -> BoxFuture<'static, HostReply> {
+        let inner = self.inner.clone();
+        let ctx = self.ctx.clone();
+        Box::pin(async move {
+            let io = inner.io.clone();
+            match io.spawn(dispatch(inner, ctx, path, args)).await {
+                Ok(reply) => reply,
+                Err(join_error) => HostReply::Reject(internal_tool_error(&join_error.to_string())),
+            }
+        })
+    }
+}
+
+/// Logs the cause under a correlation id and returns the opaque message the sandbox sees.
+fn internal_tool_error(cause: &str) -> String {
+    let id = format!("{:08x}", rand::random::<u32>());
+    tracing::error!(correlation_id = %id, %cause, "tool call failed");
+    format!("Internal tool error [{id}]")
+}
+
+fn resolve_path(path: &str) -> Option<ToolAddress> {
+    match path.strip_prefix("tools.") {
+        Some(_) => ToolAddress::parse(path).ok(),
+        None => ToolAddress::parse_path(path).ok(),
+    }
+}
+
+async fn dispatch(inner: Arc<Inner>, ctx: Arc<ExecutionCtx>, path: String, args: Value) -> HostReply {
+    let Some(address) = resolve_path(&path) else {
+        return HostReply::Resolve(tool_not_found(&path, Vec::new()).to_json());
+    };
+    let tool = match inner.store.get_tool(&inner.scope, &address).await {
+        Ok(Some(tool)) => tool,
+        Ok(None) => {
+            let suggestions = suggestions(&inner, &address).await;
+            return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
+        }
+        Err(e) => return HostReply::Reject(internal_tool_error(&e.to_string())),
+    };
+
+    if requires_approval(&tool) && !ctx.auto_approve {
+        let message = approval_message(&tool, &address, &args);
+        let (respond, answer) = oneshot::channel();
+        let request = PauseRequest {
+            message,
+            address: address.to_string(),
+            args: args.clone(),
+            respond,
+        };
+        if ctx.events.send(ExecEvent::Paused(request)).is_err() {
+            return HostReply::Reject(declined(&path, "cancelled"));
+        }
+        match answer.await {
+            Ok((ResumeAction::Accept, _)) => {}
+            Ok((ResumeAction::Decline, _)) => return HostReply::Reject(declined(&path, "declined")),
+            Ok((ResumeAction::Cancel, _)) | Err(_) => {
+                return HostReply::Reject(declined(&path, "cancelled"));
+            }
+        }
+    }
+
+    match tool.plugin_id.as_str() {
+        mcp_plugin::PLUGIN_ID => invoke_mcp(&inner, &ctx, &address, &tool, args).await,
+        other => HostReply::Reject(internal_tool_error(&format!("no plugin {other:?}"))),
+    }
+}
+
+async fn invoke_mcp(
+    inner: &Arc<Inner>,
+    ctx: &ExecutionCtx,
+    address: &ToolAddress,
+    tool: &ToolRecord,
+    args: Value,
+) -> HostReply {
+    let key = ConnectionKey {
+        owner: address.owner,
+        integration: address.integration.clone(),
+        name: address.connection.clone(),
+    };
+    let cell = lock(&ctx.targets).entry(key.clone()).or_default().clone();
+    let resolved = cell
+        .get_or_try_init(|| async {
+            let integration = inner
+                .store
+                .get_integration(&inner.scope, &key.integration)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("integration {} vanished", key.integration))?;
+            mcp_plugin::resolve_target(inner, &integration, &key)
+                .await
+                .map(|r| r.map(Arc::new))
+                .map_err(|e| e.to_string())
+        })
+        .await;
+    let resolved = match resolved {
+        Ok(Ok(resolved)) => resolved.clone(),
+        Ok(Err(tool_error)) => return HostReply::Resolve(ToolOutcome::Err(tool_error.clone()).to_json()),
+        Err(cause) => return HostReply::Reject(internal_tool_error(&cause)),
+    };
+    let Some(scope) = ctx.mcp_scope() else {
+        return HostReply::Reject(internal_tool_error("execution already finished"));
+    };
+    match mcp_plugin::invoke(&scope, &resolved, tool, args).await {
+        Ok(outcome) => {
+            if let ToolOutcome::Err(e) = &outcome
+                && e.code == "mcp_tool_unknown"
+                && let Err(e) = inner.store.mark_stale(&inner.scope, &key).await
+            {
+                tracing::warn!(error = %e, "could not mark a catalog stale");
+            }
+            HostReply::Resolve(outcome.to_json())
+        }
+        Err(McpError::Connect {
+            http_status: Some(status @ (401 | 403)),
+            message,
+            ..
+        }) => HostReply::Resolve(
+            ToolOutcome::Err(
+                ToolError::new(
+                    "connection_rejected",
+                    format!("The MCP server rejected the connection's credentials ({status}): {message}"),
+                )
+                .with_status(status)
+                .with_retryable(false)
+                .with_details(json!({
+                    "category": "authentication",
+                    "integration": address.integration,
+                    "recovery": "Check the connection with executor.coreTools.connections.list and re-create it with valid credentials.",
+                })),
+            )
+            .to_json(),
+        ),
+        Err(e) => HostReply::Reject(internal_tool_error(&e.to_string())),
+    }
+}
+
+fn requires_approval(tool: &ToolRecord) -> bool {
+    tool.annotations
+        .as_ref()
+        .and_then(|a| a.get("requiresApproval"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+fn approval_message(tool: &ToolRecord, address: &ToolAddress, args: &Value) -> String {
+    let head = tool
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("approvalDescription"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("Approve {address}?"));
+    let shown = if args.is_null() { json!({}) } else { args.clone() };
+    let mut preview = serde_json::to_string_pretty(&shown).unwrap_or_default();
+    if preview.chars().count() > APPROVAL_ARGS_PREVIEW {
+        preview = preview.chars().take(APPROVAL_ARGS_PREVIEW).collect::<String>() + "...";
+    }
+    format!("{head}\n\nArguments:\n{preview}")
+}
+
+fn declined(path: &str, how: &str) -> String {
+    format!("Tool \"{path}\" requires approval but the request was {how} by the user.")
+}
+
+fn tool_not_found(path: &str, suggestions: Vec<String>) -> ToolOutcome {
+    let mut details = json!({ "path": path });
+    if !suggestions.is_empty() {
+        details["suggestions"] = json!(suggestions);
+    }
+    ToolOutcome::Err(ToolError::new("tool_not_found", format!("Tool not found: {path}")).with_details(details))
+}
+
+/// Up to five tools of the same connection whose name or description mentions the leaf, else
+/// the connection's first five.
+async fn suggestions(inner: &Inner, address: &ToolAddress) -> Vec<String> {
+    let filter = ToolFilter {
+        integration: Some(address.integration.clone()),
+        owner: Some(address.owner),
+        connection: Some(address.connection.clone()),
+        query: None,
+    };
+    let Ok(tools) = inner.store.list_tools(&inner.scope, &filter).await else {
+        return Vec::new();
+    };
+    let leaf = address.tool.rsplit('.').next().unwrap_or(&address.tool).to_lowercase();
+    let path = |t: &executor_store::ToolSummary| format!("{}.{}.{}.{}", t.integration, t.owner, t.connection, t.name);
+    let matching: Vec<String> = tools
+        .iter()
+        .filter(|t| t.name.to_lowercase().contains(&leaf) || t.description.to_lowercase().contains(&leaf))
+        .take(5)
+        .map(path)
+        .collect();
+    if matching.is_empty() {
+        tools.iter().take(5).map(path).collect()
+    } else {
+        matching
+    }
+}

@@ -1,0 +1,56 @@
+//! Engine errors: each variant is one of the spec's tagged errors; `Internal` is the opaque rest.
+
+use executor_core::Owner;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("integration not found: {slug}")]
+    IntegrationNotFound { slug: String },
+    #[error("integration already exists: {slug}")]
+    IntegrationAlreadyExists { slug: String },
+    #[error("integration cannot be removed: {slug}")]
+    IntegrationRemovalNotAllowed { slug: String },
+    #[error("connection not found: {owner}/{integration}/{name}")]
+    ConnectionNotFound {
+        owner: Owner,
+        integration: String,
+        name: String,
+    },
+    #[error("tool not found: {address}")]
+    ToolNotFound {
+        address: String,
+        suggestions: Vec<String>,
+    },
+    #[error("execution not found: {execution_id}")]
+    ExecutionNotFound { execution_id: String },
+    #[error("{message}")]
+    InvalidConnectionInput { message: String },
+    #[error("credential provider not registered: {provider}")]
+    CredentialProviderNotRegistered { provider: String },
+    /// Bad input that the wire layer reports as a schema error.
+    #[error("{message}")]
+    InvalidInput { message: String },
+    #[error("{message}")]
+    McpConnection {
+        transport: String,
+        message: String,
+        http_status: Option<u16>,
+    },
+    #[error("{message}")]
+    McpToolDiscovery {
+        stage: &'static str,
+        message: String,
+        http_status: Option<u16>,
+    },
+    /// A defect or storage failure. The message is for logs only, never for callers.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<executor_store::StoreError> for EngineError {
+    fn from(e: executor_store::StoreError) -> Self {
+        EngineError::Internal(format!("store: {e}"))
+    }
+}
+
+pub type EngineResult<T> = Result<T, EngineError>;

@@ -1,0 +1,104 @@
+//! The engine: executions, the one dispatcher every tool call goes through, catalog production
+//! for integrations and connections, and pauses for approval. It knows the domain, not the wire:
+//! `executor-server` turns what it returns into HTTP/MCP JSON.
+
+mod catalog;
+mod dispatch;
+mod error;
+mod execution;
+mod mcp_plugin;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use executor_mcp::{McpClient, McpClientConfig};
+use executor_sandbox::{SandboxLimits, SandboxPool};
+use executor_store::{Scope, Store};
+
+pub use catalog::{
+    ConnectionInput, CredentialOrigin, IntegrationView, ToolListFilter, BUILTIN_INTEGRATION,
+};
+pub use error::{EngineError, EngineResult};
+pub use execution::{ExecutionOutcome, Paused, ResumeAction};
+pub use mcp_plugin::{AddMcpServer, McpAuthShorthand, McpServerView, ProbeView};
+
+/// Everything the engine needs to start. No `Default`: the binary decides.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub sandbox: SandboxLimits,
+    /// Threads that run JavaScript, apart from the async workers that serve requests.
+    pub js_threads: usize,
+    /// Executions that may run at once; more wait for a slot.
+    pub max_concurrent_executions: usize,
+    pub mcp: McpClientConfig,
+}
+
+impl EngineConfig {
+    pub fn with_js_timeout(js_time: Duration) -> Self {
+        let sandbox = SandboxLimits {
+            js_time,
+            ..SandboxLimits::default()
+        };
+        Self {
+            sandbox,
+            js_threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+                .max(2),
+            max_concurrent_executions: 256,
+            mcp: McpClientConfig::default(),
+        }
+    }
+}
+
+/// Cheap to clone; one per process.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) scope: Scope,
+    pub(crate) sandbox: SandboxPool,
+    pub(crate) mcp: McpClient,
+    /// The async runtime that owns IO; host calls made from the JS threads are spawned here.
+    pub(crate) io: tokio::runtime::Handle,
+    pub(crate) executions: execution::Registry,
+}
+
+impl Engine {
+    /// Must be called from within the tokio runtime that will serve IO.
+    pub fn new(store: Arc<dyn Store>, scope: Scope, config: EngineConfig) -> Self {
+        let mcp = McpClient::new(config.mcp.clone());
+        let inner = Arc::new(Inner {
+            store,
+            scope,
+            sandbox: SandboxPool::new(
+                config.sandbox.clone(),
+                config.js_threads,
+                config.max_concurrent_executions,
+            ),
+            mcp,
+            io: tokio::runtime::Handle::current(),
+            executions: execution::Registry::default(),
+        });
+        mcp_plugin::watch_list_changed(&inner);
+        Engine { inner }
+    }
+
+    pub fn scope(&self) -> &Scope {
+        &self.inner.scope
+    }
+
+    /// Live downstream MCP sessions (pooled or leased).
+    pub fn live_mcp_sessions(&self) -> usize {
+        self.inner.mcp.live_sessions()
+    }
+
+    /// Drops paused executions and closes every downstream session.
+    pub async fn shutdown(&self) {
+        self.inner.executions.clear();
+        self.inner.mcp.shutdown().await;
+    }
+}

@@ -1,0 +1,433 @@
+//! The MCP integration kind: stored config, adding and probing servers, producing tools from a
+//! server's catalog, and invoking them on the execution's downstream session.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+use executor_core::auth::{AuthMethod, Carrier, Placement, render, select_method};
+use executor_core::{ToolError, ToolOutcome, now_ms, slugify};
+use executor_mcp::{McpError, RemoteTarget, RemoteTransport, SessionKey};
+use executor_store::{ConnectionKey, IntegrationRecord, StoreError, ToolRecord};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::catalog::{item_ids, session_label};
+use crate::error::{EngineError, EngineResult};
+use crate::{Engine, Inner};
+
+pub(crate) const PLUGIN_ID: &str = "mcp";
+
+/// Stored (plugin-private) config of a remote MCP integration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct McpConfig {
+    pub(crate) transport: String,
+    pub(crate) endpoint: String,
+    #[serde(default = "default_remote_transport")]
+    pub(crate) remote_transport: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) query_params: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(crate) authentication_template: Vec<AuthMethod>,
+}
+
+fn default_remote_transport() -> String {
+    "auto".to_owned()
+}
+
+impl McpConfig {
+    pub(crate) fn from_value(value: &Value) -> Option<Self> {
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    fn remote_transport(&self) -> RemoteTransport {
+        self.remote_transport.parse().unwrap_or(RemoteTransport::Auto)
+    }
+
+    fn target(&self) -> RemoteTarget {
+        RemoteTarget {
+            endpoint: self.endpoint.clone(),
+            transport: self.remote_transport(),
+            headers: self.headers.clone(),
+            query: self.query_params.clone(),
+        }
+    }
+}
+
+/// The `auth` shorthand of `POST /api/mcp/servers`.
+#[derive(Debug, Clone)]
+pub enum McpAuthShorthand {
+    None,
+    Header { header_name: String, prefix: Option<String> },
+    Oauth2,
+}
+
+/// Input of adding a remote MCP server.
+#[derive(Debug, Clone)]
+pub struct AddMcpServer {
+    pub name: String,
+    pub description: Option<String>,
+    pub endpoint: String,
+    pub remote_transport: RemoteTransport,
+    pub slug: Option<String>,
+    pub query_params: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, String>,
+    pub authentication_template: Option<Vec<AuthMethod>>,
+    pub auth: Option<McpAuthShorthand>,
+}
+
+#[derive(Debug, Clone)]
+pub struct McpServerView {
+    pub slug: String,
+    pub description: String,
+    pub kind: String,
+    pub can_remove: bool,
+    pub can_refresh: bool,
+    pub config: Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProbeView {
+    pub connected: bool,
+    pub requires_authentication: bool,
+    pub requires_oauth: bool,
+    pub supports_dynamic_registration: bool,
+    pub name: String,
+    pub slug: String,
+    pub tool_count: Option<usize>,
+    pub server_name: Option<String>,
+    pub instructions: Option<String>,
+}
+
+fn default_slug(name: &str, endpoint: &str) -> String {
+    let from_name = slugify(name);
+    if !from_name.is_empty() {
+        return from_name;
+    }
+    let host = url_host(endpoint).map(|h| slugify(&h)).unwrap_or_default();
+    if host.is_empty() { "mcp".to_owned() } else { host }
+}
+
+fn url_host(endpoint: &str) -> Option<String> {
+    let rest = endpoint.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    Some(host.split(':').next().unwrap_or(host).to_owned())
+}
+
+fn connect_error(e: McpError) -> EngineError {
+    match e {
+        McpError::Connect { transport, message, http_status } => EngineError::McpConnection {
+            transport,
+            message,
+            http_status,
+        },
+        McpError::ListTools { message, http_status } => EngineError::McpToolDiscovery {
+            stage: "list_tools",
+            message,
+            http_status,
+        },
+        McpError::Timeout { stage } => EngineError::McpToolDiscovery {
+            stage: if stage == "list_tools" { "list_tools" } else { "connect" },
+            message: format!("The MCP server did not answer in time ({stage})."),
+            http_status: None,
+        },
+        other => EngineError::McpConnection {
+            transport: "remote".to_owned(),
+            message: other.to_string(),
+            http_status: None,
+        },
+    }
+}
+
+fn is_auth_wall(e: &McpError) -> bool {
+    matches!(e, McpError::Connect { http_status: Some(401 | 403), .. })
+}
+
+fn validate_endpoint(endpoint: &str) -> EngineResult<()> {
+    let ok = (endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+        && url_host(endpoint).is_some_and(|h| !h.is_empty());
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::McpConnection {
+            transport: "remote".to_owned(),
+            message: format!("{endpoint:?} is not an http(s) URL of an MCP server."),
+            http_status: None,
+        })
+    }
+}
+
+impl Engine {
+    pub async fn probe_mcp(
+        &self,
+        endpoint: &str,
+        headers: BTreeMap<String, String>,
+        query: BTreeMap<String, String>,
+    ) -> EngineResult<ProbeView> {
+        validate_endpoint(endpoint)?;
+        let target = RemoteTarget {
+            endpoint: endpoint.to_owned(),
+            transport: RemoteTransport::Auto,
+            headers,
+            query,
+        };
+        let slug = default_slug("", endpoint);
+        match self.inner.mcp.discover(&target).await {
+            Ok(found) => Ok(ProbeView {
+                connected: true,
+                requires_authentication: false,
+                requires_oauth: false,
+                supports_dynamic_registration: false,
+                name: found.server_name.clone().unwrap_or_else(|| slug.clone()),
+                slug: found
+                    .server_name
+                    .as_deref()
+                    .map(slugify)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or(slug),
+                tool_count: Some(found.tools.len()),
+                server_name: found.server_name,
+                instructions: found.instructions,
+            }),
+            Err(e) if is_auth_wall(&e) => Ok(ProbeView {
+                connected: false,
+                requires_authentication: true,
+                requires_oauth: false,
+                supports_dynamic_registration: false,
+                name: slug.clone(),
+                slug,
+                tool_count: None,
+                server_name: None,
+                instructions: None,
+            }),
+            Err(e) => Err(connect_error(e)),
+        }
+    }
+
+    /// Adds a remote MCP server after checking that it answers as one. Nothing is stored when it
+    /// does not (an auth wall counts as answering: credentials come with a connection).
+    pub async fn add_mcp_server(&self, input: AddMcpServer) -> EngineResult<String> {
+        validate_endpoint(&input.endpoint)?;
+        let slug = match input.slug.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            Some(s) => s.to_owned(),
+            None => default_slug(&input.name, &input.endpoint),
+        };
+        if slug == crate::BUILTIN_INTEGRATION
+            || self.inner.store.get_integration(&self.inner.scope, &slug).await?.is_some()
+        {
+            return Err(EngineError::IntegrationAlreadyExists { slug });
+        }
+        let authentication_template = match (input.authentication_template, input.auth) {
+            (Some(methods), _) if !methods.is_empty() => methods,
+            (_, Some(McpAuthShorthand::Header { header_name, prefix })) => vec![AuthMethod::Apikey {
+                slug: "header".to_owned(),
+                label: None,
+                placements: vec![Placement {
+                    carrier: Carrier::Header,
+                    name: header_name,
+                    prefix,
+                    variable: None,
+                    literal: None,
+                }],
+            }],
+            (_, Some(McpAuthShorthand::Oauth2)) => vec![AuthMethod::Oauth2 {
+                slug: "oauth2".to_owned(),
+            }],
+            _ => vec![AuthMethod::none()],
+        };
+        let config = McpConfig {
+            transport: "remote".to_owned(),
+            endpoint: input.endpoint.clone(),
+            remote_transport: input.remote_transport.as_str().to_owned(),
+            query_params: input.query_params,
+            headers: input.headers,
+            authentication_template,
+        };
+        match self.inner.mcp.discover(&config.target()).await {
+            Ok(_) => {}
+            Err(e) if is_auth_wall(&e) => {}
+            Err(e) => return Err(connect_error(e)),
+        }
+        let now = now_ms();
+        let name = if input.name.trim().is_empty() { slug.clone() } else { input.name.trim().to_owned() };
+        let record = IntegrationRecord {
+            slug: slug.clone(),
+            plugin_id: PLUGIN_ID.to_owned(),
+            description: Some(input.description.filter(|d| !d.is_empty()).unwrap_or_else(|| name.clone())),
+            name: Some(name),
+            config: serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?,
+            can_remove: true,
+            can_refresh: true,
+            config_revised_at: Some(now),
+            created_at: now,
+            updated_at: now,
+        };
+        match self.inner.store.insert_integration(&self.inner.scope, &record).await {
+            Ok(()) => Ok(slug),
+            Err(StoreError::AlreadyExists) => Err(EngineError::IntegrationAlreadyExists { slug }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `None` when the slug is unknown or not an MCP integration.
+    pub async fn get_mcp_server(&self, slug: &str) -> EngineResult<Option<McpServerView>> {
+        let Some(record) = self.inner.store.get_integration(&self.inner.scope, slug).await? else {
+            return Ok(None);
+        };
+        if record.plugin_id != PLUGIN_ID {
+            return Ok(None);
+        }
+        let view = crate::IntegrationView::from_record(&record);
+        Ok(Some(McpServerView {
+            slug: record.slug,
+            description: view.description,
+            kind: record.plugin_id,
+            can_remove: record.can_remove,
+            can_refresh: record.can_refresh,
+            config: record.config,
+        }))
+    }
+}
+
+/// Where and how a connection's tools are reached: the request target with credentials rendered
+/// in, and the pool identity of its downstream session.
+pub(crate) struct ResolvedTarget {
+    pub(crate) target: RemoteTarget,
+    pub(crate) key: SessionKey,
+}
+
+/// Builds the target for a connection. `Err(ToolError)` when its credentials are incomplete.
+pub(crate) async fn resolve_target(
+    inner: &Inner,
+    integration: &IntegrationRecord,
+    key: &ConnectionKey,
+) -> EngineResult<Result<ResolvedTarget, ToolError>> {
+    let config = McpConfig::from_value(&integration.config).ok_or_else(|| {
+        EngineError::Internal(format!("integration {} has no valid MCP config", integration.slug))
+    })?;
+    let connection = inner
+        .store
+        .get_connection(&inner.scope, key)
+        .await?
+        .ok_or_else(|| crate::catalog::connection_not_found(key))?;
+    let mut values = BTreeMap::new();
+    for (variable, item) in item_ids(&connection.item_ids) {
+        if let Some(value) = inner.store.get_secret(&inner.scope, &item).await? {
+            values.insert(variable, value);
+        }
+    }
+    let mut target = config.target();
+    if let Some(method) = select_method(&config.authentication_template, &connection.template) {
+        let missing: Vec<String> = method
+            .variables()
+            .into_iter()
+            .filter(|v| !values.contains_key(v))
+            .collect();
+        if !missing.is_empty() {
+            return Ok(Err(ToolError::new(
+                "connection_value_missing",
+                format!(
+                    "Connection {} has no value for {}.",
+                    session_label(key),
+                    missing.join(", ")
+                ),
+            )
+            .with_retryable(false)
+            .with_details(serde_json::json!({
+                "category": "authentication",
+                "integration": key.integration,
+                "recovery": "Re-create the connection with its credential (executor.coreTools.connections.createHandoff).",
+            }))));
+        }
+        let rendered = render(method, &values);
+        target.headers.extend(rendered.headers);
+        target.query.extend(rendered.query);
+    }
+    let session = SessionKey::new(&target, &connection.template, &values, session_label(key));
+    Ok(Ok(ResolvedTarget { target, key: session }))
+}
+
+/// Lists the server's tools with the connection's credentials.
+pub(crate) async fn produce_tools(
+    inner: &Inner,
+    integration: &IntegrationRecord,
+    key: &ConnectionKey,
+) -> Result<Vec<ToolRecord>, String> {
+    let resolved = match resolve_target(inner, integration, key).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(tool_error)) => return Err(tool_error.message),
+        Err(e) => return Err(e.to_string()),
+    };
+    let discovery = inner
+        .mcp
+        .discover(&resolved.target)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(discovery
+        .tools
+        .into_iter()
+        .map(|t| ToolRecord {
+            integration: key.integration.clone(),
+            owner: key.owner,
+            connection: key.name.clone(),
+            plugin_id: PLUGIN_ID.to_owned(),
+            name: t.id,
+            description: t.description,
+            input_schema: Some(t.input_schema),
+            output_schema: t.output_schema,
+            annotations: Some(t.annotations),
+        })
+        .collect())
+}
+
+/// Marks a connection's catalog stale when its server says its tool list changed.
+pub(crate) fn watch_list_changed(inner: &Arc<Inner>) {
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    inner.mcp.on_list_changed(Arc::new(move |label: &str| {
+        let Some(inner) = weak.upgrade() else { return };
+        let mut parts = label.splitn(3, '/');
+        let (Some(integration), Some(owner), Some(name)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return;
+        };
+        let Ok(owner) = owner.parse() else { return };
+        let key = ConnectionKey {
+            owner,
+            integration: integration.to_owned(),
+            name: name.to_owned(),
+        };
+        let io = inner.io.clone();
+        io.spawn(async move {
+            if let Err(e) = inner.store.mark_stale(&inner.scope, &key).await {
+                tracing::warn!(error = %e, "could not mark a catalog stale");
+            }
+        });
+    }));
+}
+
+/// Invokes one MCP tool on the execution's session for its connection.
+pub(crate) async fn invoke(
+    scope: &executor_mcp::ExecutionScope,
+    resolved: &ResolvedTarget,
+    tool: &ToolRecord,
+    args: Value,
+) -> Result<ToolOutcome, McpError> {
+    let real_name = tool
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("realName"))
+        .and_then(Value::as_str)
+        .unwrap_or(&tool.name)
+        .to_owned();
+    let arguments = match args {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    let result = scope
+        .call_tool(&resolved.key, &resolved.target, &real_name, arguments)
+        .await?;
+    Ok(executor_mcp::call_result_to_outcome(&tool.name, result))
+}

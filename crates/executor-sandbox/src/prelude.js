@@ -1,0 +1,100 @@
+(function (hostCall, hostLog, hostEmit) {
+  "use strict";
+  const g = globalThis;
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+
+  const format = (value) => {
+    if (typeof value === "string") return value;
+    if (typeof value === "function") return "[Function]";
+    if (value instanceof Error) {
+      try { return String(value); } catch (_) { return "[Error]"; }
+    }
+    try {
+      const json = stringify(value);
+      if (json !== undefined) return json;
+    } catch (_) { /* fall through */ }
+    try { return String(value); } catch (_) { return "[unprintable]"; }
+  };
+
+  const console = {};
+  for (const level of ["log", "warn", "error", "info", "debug"]) {
+    console[level] = function (...args) {
+      hostLog(level, args.map(format).join(" "));
+    };
+  }
+  console.trace = console.debug;
+
+  const pathOf = (segments) => ["tools", ...segments].join(".");
+  const notEnumerable = (segments) =>
+    new TypeError(
+      `${pathOf(segments)} is a lazy proxy and cannot be enumerated. ` +
+        "Use tools.search({ query: \"...\" }) to find tools, and " +
+        "tools.describe.tool({ path: \"...\" }) to see a tool's input and output types; " +
+        "then call it as `await tools.<path>(args)`.",
+    );
+
+  const makeTools = (segments) =>
+    new Proxy(() => {}, {
+      get(_target, prop) {
+        // Not thenable (so `await tools.x` does not hang) and not JSON-serialisable via toJSON.
+        if (typeof prop === "symbol" || prop === "then" || prop === "toJSON") return undefined;
+        return makeTools([...segments, prop]);
+      },
+      set() { return false; },
+      defineProperty() { return false; },
+      deleteProperty() { return false; },
+      ownKeys() { throw notEnumerable(segments); },
+      getOwnPropertyDescriptor() { throw notEnumerable(segments); },
+      apply(_target, _this, args) {
+        if (segments.length === 0) {
+          throw new TypeError("Tool path missing in invocation");
+        }
+        const path = segments.join(".");
+        // Created here so its stack points at the agent's call site.
+        const site = new Error("");
+        let json = "";
+        if (args[0] !== undefined) {
+          try {
+            json = stringify(args[0]);
+          } catch (e) {
+            site.name = "TypeError";
+            site.message = `Arguments to tools.${path} are not JSON-serialisable: ${e && e.message}`;
+            return Promise.reject(site);
+          }
+          if (json === undefined) json = "";
+        }
+        return hostCall(path, json).then((reply) => {
+          if (reply[0] === "r") return parse(reply.slice(1));
+          site.message = reply.slice(1);
+          throw site;
+        });
+      },
+    });
+
+  Object.defineProperty(g, "tools", {
+    value: makeTools([]),
+    writable: false,
+    enumerable: false,
+    configurable: false,
+  });
+  Object.defineProperty(g, "console", {
+    value: console,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+  g.emit = function emit(value) {
+    const json = value === undefined ? "null" : stringify(value);
+    if (!hostEmit(json === undefined ? "null" : json)) {
+      throw new Error("emit: output limit exceeded");
+    }
+    return undefined;
+  };
+  g.fetch = function fetch() {
+    throw new Error("fetch is disabled in QuickJS executor");
+  };
+})(globalThis.__executor_call, globalThis.__executor_log, globalThis.__executor_emit);
+delete globalThis.__executor_call;
+delete globalThis.__executor_log;
+delete globalThis.__executor_emit;

@@ -1,0 +1,545 @@
+//! One execution: fresh QuickJS runtime + context, prelude, agent code, limits, error mapping.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::Poll;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use rquickjs::context::EvalOptions;
+use rquickjs::prelude::Async;
+use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, Value};
+
+use crate::prepare::{MAIN_FN, PreparedCode, prepare};
+use crate::{HostCalls, HostReply, RunOutput, SandboxLimits};
+
+const PRELUDE: &str = include_str!("prelude.js");
+const PRELUDE_FILE: &str = "__executor_prelude__";
+const AGENT_FILE: &str = "agent";
+
+/// Caps on what an execution can accumulate outside the JS heap.
+const MAX_LOG_BYTES: usize = 1024 * 1024;
+const MAX_EMIT_BYTES: usize = 64 * 1024 * 1024;
+
+/// Stack frames shown in an error message.
+const MAX_FRAMES: usize = 10;
+
+const TRIP_NONE: u8 = 0;
+const TRIP_JS: u8 = 1;
+const TRIP_WALL: u8 = 2;
+
+pub(crate) fn js_time_message(limits: &SandboxLimits) -> String {
+    format!("Execution timed out after {}ms", limits.js_time.as_millis())
+}
+
+pub(crate) fn wall_clock_message(limits: &SandboxLimits) -> String {
+    format!(
+        "Execution exceeded the wall-clock limit of {}ms",
+        limits.wall_time.as_millis()
+    )
+}
+
+/// JS-time and wall-clock budgets.
+///
+/// The JS-time clock is paused while a host call is in flight; after each dispatch returns, the
+/// deadline becomes `lastReturn + js_time` (spec §4.8). Because a script can also spin *while* a
+/// call is in flight (and then the call cannot even complete, since its result is delivered on the
+/// same thread), one uninterrupted stretch of JS execution longer than `js_time` also trips it.
+struct Budget {
+    origin: Instant,
+    js_time_ns: u64,
+    wall_deadline_ns: u64,
+    js_deadline_ns: AtomicU64,
+    in_flight: AtomicUsize,
+    /// When the current poll of the execution future started (`IDLE` when not being polled).
+    poll_start_ns: AtomicU64,
+    tripped: AtomicU8,
+}
+
+const IDLE: u64 = u64::MAX;
+
+impl Budget {
+    fn new(limits: &SandboxLimits, origin: Instant) -> Self {
+        let js_time_ns = duration_ns(limits.js_time);
+        let now = duration_ns(origin.elapsed());
+        Self {
+            origin,
+            js_time_ns,
+            wall_deadline_ns: duration_ns(limits.wall_time),
+            js_deadline_ns: AtomicU64::new(now.saturating_add(js_time_ns)),
+            in_flight: AtomicUsize::new(0),
+            poll_start_ns: AtomicU64::new(IDLE),
+            tripped: AtomicU8::new(TRIP_NONE),
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        duration_ns(self.origin.elapsed())
+    }
+
+    /// Called by QuickJS's interrupt handler while JS runs; `true` aborts the script.
+    fn should_interrupt(&self) -> bool {
+        if self.tripped.load(Ordering::Relaxed) != TRIP_NONE {
+            return true;
+        }
+        let now = self.now_ns();
+        if now >= self.wall_deadline_ns {
+            self.trip(TRIP_WALL);
+            return true;
+        }
+        let poll_start = self.poll_start_ns.load(Ordering::Acquire);
+        let spinning = poll_start != IDLE && now.saturating_sub(poll_start) >= self.js_time_ns;
+        if spinning || self.js_deadline_passed(now) {
+            self.trip(TRIP_JS);
+            return true;
+        }
+        false
+    }
+
+    fn js_deadline_passed(&self, now: u64) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+            && now >= self.js_deadline_ns.load(Ordering::Acquire)
+    }
+
+    fn instant_at(&self, ns: u64) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.origin + Duration::from_nanos(ns))
+    }
+
+    fn trip(&self, reason: u8) {
+        let _ = self.tripped.compare_exchange(
+            TRIP_NONE,
+            reason,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
+
+
+    fn begin_dispatch(self: &Arc<Self>) -> DispatchGuard {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        DispatchGuard(self.clone())
+    }
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+struct DispatchGuard(Arc<Budget>);
+
+impl Drop for DispatchGuard {
+    fn drop(&mut self) {
+        let budget = &self.0;
+        let deadline = budget.now_ns().saturating_add(budget.js_time_ns);
+        budget.js_deadline_ns.fetch_max(deadline, Ordering::AcqRel);
+        budget.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Console lines and emitted values, kept outside the JS heap (and capped).
+#[derive(Default)]
+struct Sink {
+    logs: Vec<String>,
+    log_bytes: usize,
+    logs_truncated: bool,
+    emitted: Vec<serde_json::Value>,
+    emit_bytes: usize,
+}
+
+impl Sink {
+    fn log(&mut self, level: &str, text: &str) {
+        if self.logs_truncated {
+            return;
+        }
+        let line = format!("[{level}] {text}");
+        if self.log_bytes + line.len() > MAX_LOG_BYTES {
+            self.logs_truncated = true;
+            self.logs
+                .push("[warn] log output truncated (more than 1 MiB of logs)".to_string());
+            return;
+        }
+        self.log_bytes += line.len();
+        self.logs.push(line);
+    }
+
+    fn emit(&mut self, json: &str) -> bool {
+        if self.emit_bytes + json.len() > MAX_EMIT_BYTES {
+            return false;
+        }
+        self.emit_bytes += json.len();
+        self.emitted
+            .push(serde_json::from_str(json).unwrap_or(serde_json::Value::Null));
+        true
+    }
+}
+
+type SharedSink = Arc<Mutex<Sink>>;
+
+fn lock(sink: &SharedSink) -> std::sync::MutexGuard<'_, Sink> {
+    sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs one execution to completion. Never panics on agent input.
+pub(crate) async fn execute(
+    code: &str,
+    host: Arc<dyn HostCalls>,
+    limits: &SandboxLimits,
+) -> RunOutput {
+    let origin = Instant::now();
+    let prepared = match prepare(code) {
+        Ok(p) => p,
+        Err(message) => return RunOutput::failed(message),
+    };
+    let budget = Arc::new(Budget::new(limits, origin));
+    let sink: SharedSink = Arc::default();
+
+    let outcome = run_quickjs(&prepared, host, limits, budget.clone(), sink.clone()).await;
+    let outcome = match budget.tripped.load(Ordering::Acquire) {
+        TRIP_JS => Err(js_time_message(limits)),
+        TRIP_WALL => Err(wall_clock_message(limits)),
+        _ => outcome,
+    };
+
+    let sink = std::mem::take(&mut *lock(&sink));
+    let (result, error) = match outcome {
+        Ok(result) => (result, None),
+        Err(error) => (None, Some(error)),
+    };
+    RunOutput {
+        result,
+        error,
+        logs: sink.logs,
+        emitted: sink.emitted,
+    }
+}
+
+type Outcome = Result<Option<serde_json::Value>, String>;
+
+async fn run_quickjs(
+    prepared: &PreparedCode,
+    host: Arc<dyn HostCalls>,
+    limits: &SandboxLimits,
+    budget: Arc<Budget>,
+    sink: SharedSink,
+) -> Outcome {
+    let rt = AsyncRuntime::new().map_err(|e| format!("Failed to start QuickJS: {e}"))?;
+    rt.set_memory_limit(limits.memory_bytes).await;
+    rt.set_max_stack_size(limits.stack_bytes).await;
+    let handler_budget = budget.clone();
+    rt.set_interrupt_handler(Some(Box::new(move || {
+        handler_budget.should_interrupt()
+    })))
+    .await;
+    let ctx = AsyncContext::full(&rt)
+        .await
+        .map_err(|e| format!("Failed to create the QuickJS context: {e}"))?;
+    let memory_limit = limits.memory_bytes;
+    let poll_budget = budget.clone();
+    let mut execution = Box::pin(ctx.async_with(async move |ctx| {
+        run_in_context(ctx, prepared, host, budget, sink, memory_limit).await
+    }));
+    // Every poll of this future is the JS thread running JS (or polling host futures).
+    let outcome = std::future::poll_fn(|cx| {
+        poll_budget
+            .poll_start_ns
+            .store(poll_budget.now_ns(), Ordering::Release);
+        let poll = execution.as_mut().poll(cx);
+        poll_budget.poll_start_ns.store(IDLE, Ordering::Release);
+        poll
+    })
+    .await;
+    drop(execution);
+    drop(ctx);
+    drop(rt);
+    outcome
+}
+
+async fn run_in_context<'js>(
+    ctx: Ctx<'js>,
+    prepared: &PreparedCode,
+    host: Arc<dyn HostCalls>,
+    budget: Arc<Budget>,
+    sink: SharedSink,
+    memory_limit: usize,
+) -> Outcome {
+    let fail = |ctx: &Ctx<'js>, err: rquickjs::Error| -> String {
+        describe_error(ctx, err, prepared, memory_limit)
+    };
+    install_host_functions(&ctx, host, budget.clone(), sink)
+        .map_err(|e| format!("Failed to set up the sandbox: {e}"))?;
+    let prelude_opts = eval_options(PRELUDE_FILE);
+    ctx.eval_with_options::<(), _>(PRELUDE, prelude_opts)
+        .map_err(|e| format!("Failed to set up the sandbox: {}", fail(&ctx, e)))?;
+
+    let value: Value<'js> = ctx
+        .eval_with_options(prepared.js(), eval_options(AGENT_FILE))
+        .map_err(|e| fail(&ctx, e))?;
+    let Some(promise) = value.into_promise() else {
+        return Err("Internal error: the program did not produce a promise".into());
+    };
+    let value = settle(promise, &budget)
+        .await
+        .ok_or_else(String::new)?
+        .map_err(|e| fail(&ctx, e))?;
+    to_json(&ctx, value).map_err(|e| match e {
+        JsonError::Js(err) => format!("Result is not JSON-serialisable: {}", fail(&ctx, err)),
+        JsonError::Other(msg) => msg,
+    })
+}
+
+/// Waits for the main promise while enforcing the budgets when JS is idle: the wall clock, and the
+/// JS-time deadline when no host call is in flight (then nothing can ever settle the promise).
+/// `None` means a budget tripped.
+async fn settle<'js>(
+    promise: rquickjs::Promise<'js>,
+    budget: &Budget,
+) -> Option<rquickjs::Result<Value<'js>>> {
+    let mut settled = promise.into_future::<Value<'js>>();
+    let timer = tokio::time::sleep_until(budget.instant_at(budget.wall_deadline_ns));
+    let mut timer = std::pin::pin!(timer);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(result) = Pin::new(&mut settled).poll(cx) {
+            return Poll::Ready(Some(result));
+        }
+        let now = budget.now_ns();
+        if now >= budget.wall_deadline_ns {
+            budget.trip(TRIP_WALL);
+            return Poll::Ready(None);
+        }
+        let mut wake_at = budget.wall_deadline_ns;
+        if budget.in_flight.load(Ordering::Acquire) == 0 {
+            if budget.js_deadline_passed(now) {
+                budget.trip(TRIP_JS);
+                return Poll::Ready(None);
+            }
+            wake_at = wake_at.min(budget.js_deadline_ns.load(Ordering::Acquire));
+        }
+        let target = budget.instant_at(wake_at);
+        if timer.deadline() != target {
+            timer.as_mut().reset(target);
+        }
+        if timer.as_mut().poll(cx).is_ready() {
+            cx.waker().wake_by_ref();
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+fn eval_options(filename: &str) -> EvalOptions {
+    let mut opts = EvalOptions::default();
+    opts.global = true;
+    opts.strict = true;
+    opts.filename = Some(filename.to_string());
+    opts
+}
+
+fn install_host_functions<'js>(
+    ctx: &Ctx<'js>,
+    host: Arc<dyn HostCalls>,
+    budget: Arc<Budget>,
+    sink: SharedSink,
+) -> rquickjs::Result<()> {
+    let globals = ctx.globals();
+
+    let call = Function::new(
+        ctx.clone(),
+        Async(move |path: String, args: String| {
+            // The dispatch is in flight from the moment JS makes the call.
+            let guard = budget.begin_dispatch();
+            dispatch(host.clone(), guard, path, args)
+        }),
+    )?;
+    globals.set("__executor_call", call)?;
+
+    let log_sink = sink.clone();
+    let log = Function::new(ctx.clone(), move |level: String, text: String| {
+        lock(&log_sink).log(&level, &text);
+    })?;
+    globals.set("__executor_log", log)?;
+
+    let emit = Function::new(ctx.clone(), move |json: String| -> bool {
+        lock(&sink).emit(&json)
+    })?;
+    globals.set("__executor_emit", emit)?;
+    Ok(())
+}
+
+/// One host call: `"r<json>"` resolves, `"e<message>"` rejects (decoded by the prelude).
+async fn dispatch(
+    host: Arc<dyn HostCalls>,
+    _guard: DispatchGuard,
+    path: String,
+    args: String,
+) -> String {
+    let args = if args.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_str(&args).unwrap_or(serde_json::Value::Null)
+    };
+    let reply = AssertUnwindSafe(async move { host.call(path, args).await })
+        .catch_unwind()
+        .await;
+    match reply {
+        Ok(HostReply::Resolve(value)) => {
+            let mut out = String::from("r");
+            out.push_str(&value.to_string());
+            out
+        }
+        Ok(HostReply::Reject(message)) => format!("e{message}"),
+        Err(_) => {
+            tracing::error!("host call panicked");
+            "eInternal tool error: the host call panicked".to_string()
+        }
+    }
+}
+
+enum JsonError {
+    Js(rquickjs::Error),
+    Other(String),
+}
+
+fn to_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<Option<serde_json::Value>, JsonError> {
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    if value.is_function() {
+        return Err(JsonError::Other(
+            "Result is not JSON-serialisable: the code returned a function \
+             (did you forget to call a tool, e.g. `await tools.x.y(args)`?)"
+                .into(),
+        ));
+    }
+    if value.is_symbol() {
+        return Err(JsonError::Other(
+            "Result is not JSON-serialisable: the code returned a symbol".into(),
+        ));
+    }
+    let Some(json) = ctx.json_stringify(value).map_err(JsonError::Js)? else {
+        return Ok(None);
+    };
+    let json = json.to_string().map_err(JsonError::Js)?;
+    serde_json::from_str(&json)
+        .map(Some)
+        .map_err(|e| JsonError::Other(format!("Result is not JSON-serialisable: {e}")))
+}
+
+/// Turns a QuickJS error (usually a pending exception) into a message for the agent, with stack
+/// frames mapped back to the agent's code.
+fn describe_error<'js>(
+    ctx: &Ctx<'js>,
+    err: rquickjs::Error,
+    prepared: &PreparedCode,
+    memory_limit: usize,
+) -> String {
+    let message = match err {
+        rquickjs::Error::Exception => {
+            let exc = ctx.catch();
+            describe_exception(ctx, exc, prepared)
+        }
+        rquickjs::Error::Allocation => "InternalError: out of memory".to_string(),
+        other => other.to_string(),
+    };
+    let mib = memory_limit / (1024 * 1024);
+    if message.contains("out of memory") {
+        format!("{message} (memory limit {mib} MiB)")
+    } else if message == "Uncaught: null" {
+        // QuickJS throws `null` when it cannot even allocate the out-of-memory error.
+        format!("{message} (if nothing throws null, the script ran out of memory: limit {mib} MiB)")
+    } else {
+        message
+    }
+}
+
+fn string_prop<'js>(ctx: &Ctx<'js>, obj: &rquickjs::Object<'js>, key: &str) -> Option<String> {
+    match obj.get::<_, Value<'js>>(key) {
+        Ok(v) => v.as_string().and_then(|s| s.to_string().ok()),
+        Err(_) => {
+            let _ = ctx.catch();
+            None
+        }
+    }
+}
+
+fn describe_exception<'js>(ctx: &Ctx<'js>, exc: Value<'js>, prepared: &PreparedCode) -> String {
+    if let Some(obj) = exc.as_object() {
+        let name = string_prop(ctx, obj, "name");
+        let message = string_prop(ctx, obj, "message");
+        if name.is_some() || message.is_some() {
+            let mut out = match (name, message) {
+                (Some(n), Some(m)) if !m.is_empty() => format!("{n}: {m}"),
+                (Some(n), _) => n,
+                (None, Some(m)) => m,
+                (None, None) => unreachable!(),
+            };
+            if let Some(stack) = string_prop(ctx, obj, "stack") {
+                let frames = map_stack(&stack, prepared);
+                for frame in frames.iter().take(MAX_FRAMES) {
+                    out.push_str("\n    at ");
+                    out.push_str(frame);
+                }
+                if frames.len() > MAX_FRAMES {
+                    let more = frames.len() - MAX_FRAMES;
+                    out.push_str(&format!("\n    ... {more} more frames"));
+                }
+            }
+            return out;
+        }
+    }
+    if let Some(s) = exc.as_string().and_then(|s| s.to_string().ok()) {
+        return format!("Uncaught: {s}");
+    }
+    match ctx.json_stringify(exc.clone()) {
+        Ok(Some(s)) => match s.to_string() {
+            Ok(s) => format!("Uncaught: {s}"),
+            Err(_) => "Uncaught exception".to_string(),
+        },
+        _ => {
+            let _ = ctx.catch();
+            match exc.type_of() {
+                rquickjs::Type::Null => "Uncaught: null".to_string(),
+                rquickjs::Type::Undefined => "Uncaught: undefined".to_string(),
+                other => format!("Uncaught exception ({other})"),
+            }
+        }
+    }
+}
+
+/// Keeps only the agent's frames from a QuickJS stack and maps them to the submitted code.
+fn map_stack(stack: &str, prepared: &PreparedCode) -> Vec<String> {
+    let mut frames = Vec::new();
+    for line in stack.lines() {
+        let line = line.trim();
+        let Some(rest) = line.strip_prefix("at ") else {
+            continue;
+        };
+        let (name, location) = match rest.strip_suffix(')').and_then(|r| r.rsplit_once(" (")) {
+            Some((name, location)) => (Some(name.trim()), location),
+            None => (None, rest),
+        };
+        let mut parts = location.rsplitn(3, ':');
+        let (Some(col), Some(line_no), Some(file)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        // `<eval>` is the script's top level: our wrapper's invocation of the main function.
+        if file != AGENT_FILE || name == Some("<eval>") {
+            continue;
+        }
+        let (Ok(line_no), Ok(col)) = (line_no.parse::<u32>(), col.parse::<u32>()) else {
+            continue;
+        };
+        let Some((line_no, col)) = prepared.original_position(line_no, col) else {
+            continue;
+        };
+        let name = name.filter(|n| !n.is_empty() && *n != MAIN_FN && *n != "<anonymous>");
+        frames.push(match name {
+            Some(name) => format!("{name} (line {line_no}, column {col})"),
+            None => format!("line {line_no}, column {col}"),
+        });
+    }
+    frames
+}

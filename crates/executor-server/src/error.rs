@@ -1,0 +1,117 @@
+//! Errors on the wire: `{"_tag": ..., fields}` with the spec's status codes.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use executor_engine::EngineError;
+use serde_json::{Value, json};
+
+#[derive(Debug)]
+pub enum ApiError {
+    /// Bad payload, params or query.
+    Schema(String),
+    PayloadTooLarge,
+    Engine(EngineError),
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        ApiError::Engine(e)
+    }
+}
+
+impl ApiError {
+    pub fn schema(message: impl Into<String>) -> Self {
+        ApiError::Schema(message.into())
+    }
+
+    fn parts(self) -> (StatusCode, Value) {
+        match self {
+            ApiError::Schema(message) => (
+                StatusCode::BAD_REQUEST,
+                json!({"_tag": "HttpApiSchemaError", "message": message}),
+            ),
+            ApiError::PayloadTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"_tag": "PayloadTooLargeError", "message": format!("Request body exceeds {} bytes.", crate::MAX_BODY_BYTES)}),
+            ),
+            ApiError::Engine(e) => engine_parts(e),
+        }
+    }
+}
+
+fn engine_parts(e: EngineError) -> (StatusCode, Value) {
+    use EngineError as E;
+    match e {
+        E::IntegrationNotFound { slug } => (
+            StatusCode::NOT_FOUND,
+            json!({"_tag": "IntegrationNotFoundError", "slug": slug}),
+        ),
+        E::IntegrationAlreadyExists { slug } => (
+            StatusCode::CONFLICT,
+            json!({"_tag": "IntegrationAlreadyExistsError", "slug": slug}),
+        ),
+        E::IntegrationRemovalNotAllowed { slug } => (
+            StatusCode::CONFLICT,
+            json!({"_tag": "IntegrationRemovalNotAllowedError", "slug": slug}),
+        ),
+        E::ConnectionNotFound { owner, integration, name } => (
+            StatusCode::NOT_FOUND,
+            json!({"_tag": "ConnectionNotFoundError", "owner": owner.as_str(), "integration": integration, "name": name}),
+        ),
+        E::ToolNotFound { address, suggestions } => {
+            let mut body = json!({"_tag": "ToolNotFoundError", "address": address});
+            if !suggestions.is_empty() {
+                body["suggestions"] = json!(suggestions);
+            }
+            (StatusCode::NOT_FOUND, body)
+        }
+        E::ExecutionNotFound { execution_id } => (
+            StatusCode::NOT_FOUND,
+            json!({"_tag": "ExecutionNotFoundError", "executionId": execution_id}),
+        ),
+        E::InvalidConnectionInput { message } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": "InvalidConnectionInputError", "message": message}),
+        ),
+        E::CredentialProviderNotRegistered { provider } => (
+            StatusCode::CONFLICT,
+            json!({"_tag": "CredentialProviderNotRegisteredError", "provider": provider}),
+        ),
+        E::InvalidInput { message } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": "HttpApiSchemaError", "message": message}),
+        ),
+        E::McpConnection { transport, message, http_status } => {
+            let mut body = json!({"_tag": "McpConnectionError", "transport": transport, "message": message});
+            if let Some(s) = http_status {
+                body["httpStatus"] = json!(s);
+            }
+            (StatusCode::BAD_REQUEST, body)
+        }
+        E::McpToolDiscovery { stage, message, http_status } => {
+            let mut body = json!({"_tag": "McpToolDiscoveryError", "stage": stage, "message": message});
+            if let Some(s) = http_status {
+                body["httpStatus"] = json!(s);
+            }
+            (StatusCode::BAD_REQUEST, body)
+        }
+        E::Internal(cause) => internal(&cause),
+    }
+}
+
+/// Logs the cause under a trace id; the caller sees only the id.
+pub(crate) fn internal(cause: &str) -> (StatusCode, Value) {
+    let trace_id = format!("{:016x}", rand::random::<u64>());
+    tracing::error!(trace_id = %trace_id, %cause, "internal error");
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        json!({"_tag": "InternalError", "traceId": trace_id}),
+    )
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = self.parts();
+        (status, axum::Json(body)).into_response()
+    }
+}

@@ -1,0 +1,336 @@
+//! `/api` routes.
+
+use std::collections::HashMap;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use executor_core::Owner;
+use executor_engine::{
+    AddMcpServer, ConnectionInput, CredentialOrigin, Engine, McpAuthShorthand, ResumeAction,
+    ToolListFilter,
+};
+use executor_store::ConnectionKey;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tower_http::catch_panic::CatchPanicLayer;
+
+use crate::error::ApiError;
+use crate::wire;
+
+type ApiResult = Result<Response, ApiError>;
+
+pub(crate) fn router(engine: Engine) -> Router {
+    let api = Router::new()
+        .route("/health", get(health))
+        .route("/mcp/probe", post(probe_mcp))
+        .route("/mcp/servers", post(add_mcp_server))
+        .route("/mcp/servers/{slug}", get(get_mcp_server).delete(remove_mcp_server))
+        .route("/integrations", get(list_integrations))
+        .route(
+            "/integrations/{slug}",
+            get(get_integration).patch(patch_integration).delete(remove_integration),
+        )
+        .route("/connections", get(list_connections).post(create_connection))
+        .route(
+            "/connections/{owner}/{integration}/{name}",
+            get(get_connection).patch(patch_connection).delete(remove_connection),
+        )
+        .route("/connections/{owner}/{integration}/{name}/refresh", post(refresh_connection))
+        .route("/tools", get(list_tools))
+        .route("/tools/schema", get(tool_schema))
+        .route("/executions", post(execute))
+        .route("/executions/{id}", get(get_execution))
+        .route("/executions/{id}/resume", post(resume_execution))
+        .fallback(not_found)
+        .with_state(engine);
+    Router::new()
+        .nest("/api", api)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(|_panic: Box<dyn std::any::Any + Send>| {
+            let (status, body) = crate::error::internal("request handler panicked");
+            (status, Json(body)).into_response()
+        }))
+}
+
+/// JSON body whose rejections are the spec's `HttpApiSchemaError` (or 413 when too large).
+pub(crate) struct ApiJson<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::PayloadTooLarge)
+            }
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::schema(
+                "Expected a JSON body with content-type: application/json.",
+            )),
+            Err(rejection) => Err(ApiError::schema(rejection.body_text())),
+        }
+    }
+}
+
+fn ok(value: Value) -> ApiResult {
+    Ok(Json(value).into_response())
+}
+
+fn owner(raw: &str) -> Result<Owner, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::schema(format!("owner must be \"org\" or \"user\", got {raw:?}")))
+}
+
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found").into_response()
+}
+
+async fn health() -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "ok").into_response()
+}
+
+// ---- MCP --------------------------------------------------------------------------------
+
+async fn probe_mcp(State(engine): State<Engine>, ApiJson(body): ApiJson<wire::ProbeBody>) -> ApiResult {
+    let probe = engine.probe_mcp(body.endpoint.trim(), body.headers, body.query_params).await?;
+    ok(wire::probe(&probe))
+}
+
+async fn add_mcp_server(
+    State(engine): State<Engine>,
+    ApiJson(body): ApiJson<wire::AddServerBody>,
+) -> ApiResult {
+    match body.transport.as_deref() {
+        None | Some("remote") => {}
+        Some("stdio") => {
+            return Err(executor_engine::EngineError::McpConnection {
+                transport: "stdio".to_owned(),
+                message: "stdio MCP servers are not supported by this build yet; add a remote (HTTP) server.".to_owned(),
+                http_status: None,
+            }
+            .into());
+        }
+        Some(other) => {
+            return Err(ApiError::schema(format!(
+                "transport must be \"remote\" or \"stdio\", got {other:?}"
+            )));
+        }
+    }
+    let endpoint = body
+        .endpoint
+        .map(|e| e.trim().to_owned())
+        .filter(|e| !e.is_empty())
+        .ok_or_else(|| ApiError::schema("A remote MCP server needs an endpoint."))?;
+    let remote_transport = match body.remote_transport.as_deref() {
+        None => executor_mcp::RemoteTransport::Auto,
+        Some(raw) => raw.parse().map_err(|_| {
+            ApiError::schema(format!(
+                "remoteTransport must be \"streamable-http\", \"sse\" or \"auto\", got {raw:?}"
+            ))
+        })?,
+    };
+    let auth = body.auth.map(|a| match a {
+        wire::AuthShorthandBody::None => McpAuthShorthand::None,
+        wire::AuthShorthandBody::Header { header_name, prefix } => {
+            McpAuthShorthand::Header { header_name, prefix }
+        }
+        wire::AuthShorthandBody::Oauth2 => McpAuthShorthand::Oauth2,
+    });
+    let slug = engine
+        .add_mcp_server(AddMcpServer {
+            name: body.name,
+            description: body.description,
+            endpoint,
+            remote_transport,
+            slug: body.slug,
+            query_params: body.query_params,
+            headers: body.headers,
+            authentication_template: body.authentication_template,
+            auth,
+        })
+        .await?;
+    ok(json!({ "slug": slug }))
+}
+
+async fn get_mcp_server(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
+    let server = engine.get_mcp_server(&slug).await?;
+    ok(server.as_ref().map(wire::mcp_server).unwrap_or(Value::Null))
+}
+
+async fn remove_mcp_server(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
+    engine.remove_integration(&slug).await?;
+    ok(json!({ "removed": true }))
+}
+
+// ---- integrations -----------------------------------------------------------------------
+
+async fn list_integrations(State(engine): State<Engine>) -> ApiResult {
+    let list = engine.list_integrations().await?;
+    ok(Value::Array(list.iter().map(wire::integration).collect()))
+}
+
+async fn get_integration(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
+    ok(wire::integration(&engine.get_integration(&slug).await?))
+}
+
+async fn patch_integration(
+    State(engine): State<Engine>,
+    Path(slug): Path<String>,
+    ApiJson(body): ApiJson<wire::PatchIntegrationBody>,
+) -> ApiResult {
+    let updated = engine.update_integration(&slug, body.name, body.description).await?;
+    ok(wire::integration(&updated))
+}
+
+async fn remove_integration(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
+    engine.remove_integration(&slug).await?;
+    ok(json!({ "removed": true }))
+}
+
+// ---- connections ------------------------------------------------------------------------
+
+async fn list_connections(
+    State(engine): State<Engine>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let owner = query.get("owner").map(|o| owner(o)).transpose()?;
+    let list = engine
+        .list_connections(query.get("integration").map(String::as_str), owner)
+        .await?;
+    ok(Value::Array(list.iter().map(wire::connection).collect()))
+}
+
+async fn create_connection(
+    State(engine): State<Engine>,
+    ApiJson(body): ApiJson<wire::CreateConnectionBody>,
+) -> ApiResult {
+    let owner = owner(&body.owner)?;
+    let origin = match (body.value, body.values, body.from) {
+        (Some(v), None, None) => CredentialOrigin::Value(v),
+        (None, Some(v), None) => CredentialOrigin::Values(v),
+        (None, None, Some(f)) => CredentialOrigin::From {
+            provider: f.provider,
+            id: f.id,
+        },
+        _ => return Err(ApiError::schema("Expected exactly one credential origin: value, values or from.")),
+    };
+    let created = engine
+        .create_connection(ConnectionInput {
+            owner,
+            name: body.name,
+            integration: body.integration,
+            template: body.template,
+            identity_label: body.identity_label,
+            description: body.description,
+            origin,
+        })
+        .await?;
+    ok(wire::connection(&created))
+}
+
+fn connection_key(owner_raw: &str, integration: String, name: String) -> Result<ConnectionKey, ApiError> {
+    Ok(ConnectionKey {
+        owner: owner(owner_raw)?,
+        integration,
+        name,
+    })
+}
+
+async fn get_connection(
+    State(engine): State<Engine>,
+    Path((owner, integration, name)): Path<(String, String, String)>,
+) -> ApiResult {
+    let key = connection_key(&owner, integration, name)?;
+    ok(wire::connection(&engine.get_connection(&key).await?))
+}
+
+async fn patch_connection(
+    State(engine): State<Engine>,
+    Path((owner, integration, name)): Path<(String, String, String)>,
+    ApiJson(body): ApiJson<wire::PatchConnectionBody>,
+) -> ApiResult {
+    let key = connection_key(&owner, integration, name)?;
+    let updated = engine
+        .update_connection(&key, body.description, body.identity_label)
+        .await?;
+    ok(wire::connection(&updated))
+}
+
+async fn remove_connection(
+    State(engine): State<Engine>,
+    Path((owner, integration, name)): Path<(String, String, String)>,
+) -> ApiResult {
+    let key = connection_key(&owner, integration, name)?;
+    engine.remove_connection(&key).await?;
+    ok(json!({ "removed": true }))
+}
+
+async fn refresh_connection(
+    State(engine): State<Engine>,
+    Path((owner, integration, name)): Path<(String, String, String)>,
+) -> ApiResult {
+    let key = connection_key(&owner, integration, name)?;
+    let tools = engine.refresh_connection(&key).await?;
+    ok(Value::Array(tools.iter().map(wire::refreshed_tool).collect()))
+}
+
+// ---- tools ------------------------------------------------------------------------------
+
+async fn list_tools(
+    State(engine): State<Engine>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let filter = ToolListFilter {
+        integration: query.get("integration").cloned().filter(|s| !s.is_empty()),
+        owner: query.get("owner").map(|o| owner(o)).transpose()?,
+        connection: query.get("connection").cloned().filter(|s| !s.is_empty()),
+        query: query.get("query").cloned().filter(|s| !s.is_empty()),
+    };
+    let include_annotations = query.get("includeAnnotations").map(String::as_str) != Some("false");
+    let tools = engine.list_tools(&filter).await?;
+    ok(Value::Array(tools.iter().map(|t| wire::tool(t, include_annotations)).collect()))
+}
+
+async fn tool_schema(
+    State(engine): State<Engine>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let address = query
+        .get("address")
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| ApiError::schema("The address query parameter is required."))?;
+    let (tool, definitions) = engine.tool_schema(address).await?;
+    ok(wire::tool_schema(address, &tool, &definitions))
+}
+
+// ---- executions -------------------------------------------------------------------------
+
+async fn execute(State(engine): State<Engine>, ApiJson(body): ApiJson<wire::ExecuteBody>) -> ApiResult {
+    let outcome = engine.execute(body.code, body.auto_approve).await?;
+    ok(wire::outcome(&outcome))
+}
+
+async fn get_execution(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {
+    let paused = engine.paused_execution(&id)?;
+    ok(json!({ "text": paused.text, "structured": paused.structured }))
+}
+
+async fn resume_execution(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<wire::ResumeBody>,
+) -> ApiResult {
+    let action = ResumeAction::parse(&body.action).ok_or_else(|| {
+        ApiError::schema(format!(
+            "action must be \"accept\", \"decline\" or \"cancel\", got {:?}",
+            body.action
+        ))
+    })?;
+    let outcome = engine.resume(&id, action, body.content).await?;
+    ok(wire::outcome(&outcome))
+}

@@ -1,0 +1,278 @@
+//! Wire shapes of the `/api` routes, built from engine values.
+
+use std::collections::BTreeMap;
+
+use executor_core::Completed;
+use executor_core::auth::{AuthMethod, Carrier};
+use executor_core::address::connection_address;
+use executor_engine::{ExecutionOutcome, IntegrationView, McpServerView, Paused, ProbeView};
+use executor_store::{ConnectionRecord, ToolRecord, ToolSummary};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+pub(crate) fn integration(view: &IntegrationView) -> Value {
+    let mut body = json!({
+        "slug": view.slug,
+        "name": view.name,
+        "description": view.description,
+        "kind": view.kind,
+        "canRemove": view.can_remove,
+        "canRefresh": view.can_refresh,
+        "authMethods": view.auth_methods.iter().map(auth_method).collect::<Vec<_>>(),
+    });
+    if let Some(url) = &view.display_url {
+        body["displayUrl"] = json!(url);
+    }
+    body
+}
+
+fn auth_method(method: &AuthMethod) -> Value {
+    match method {
+        AuthMethod::None { slug } => json!({"id": slug, "label": method.label(), "kind": "none", "template": slug}),
+        AuthMethod::Oauth2 { slug } => json!({"id": slug, "label": method.label(), "kind": "oauth", "template": slug}),
+        AuthMethod::Apikey { slug, placements, .. } => {
+            let placements: Vec<Value> = placements
+                .iter()
+                .map(|p| {
+                    let mut v = json!({
+                        "carrier": match p.carrier { Carrier::Header => "header", Carrier::Query => "query", Carrier::Env => "env" },
+                        "name": p.name,
+                        "prefix": p.prefix.clone().unwrap_or_default(),
+                    });
+                    if let Some(var) = p.variable_name() {
+                        v["variable"] = json!(var);
+                    }
+                    if let Some(lit) = &p.literal {
+                        v["literal"] = json!(lit);
+                    }
+                    v
+                })
+                .collect();
+            json!({"id": slug, "label": method.label(), "kind": "apikey", "template": slug, "placements": placements})
+        }
+    }
+}
+
+pub(crate) fn connection(record: &ConnectionRecord) -> Value {
+    json!({
+        "owner": record.owner.as_str(),
+        "name": record.name,
+        "integration": record.integration,
+        "template": record.template,
+        "provider": record.provider,
+        "address": connection_address(&record.integration, record.owner, &record.name),
+        "identityLabel": record.identity_label,
+        "description": record.description,
+        "expiresAt": record.expires_at,
+        "oauthClient": Value::Null,
+        "oauthClientOwner": Value::Null,
+        "oauthScope": Value::Null,
+        "missingOAuthScopes": [],
+        "lastHealth": record.last_health,
+    })
+}
+
+fn tool_address(t: &ToolSummary) -> String {
+    format!("tools.{}.{}.{}.{}", t.integration, t.owner.as_str(), t.connection, t.name)
+}
+
+pub(crate) fn tool(t: &ToolSummary, include_annotations: bool) -> Value {
+    let mut body = json!({
+        "address": tool_address(t),
+        "owner": t.owner.as_str(),
+        "integration": t.integration,
+        "connection": t.connection,
+        "name": t.name,
+        "pluginId": t.plugin_id,
+        "description": t.description,
+    });
+    if include_annotations && let Some(Value::Object(a)) = &t.annotations {
+        for key in ["requiresApproval", "approvalDescription", "mayElicit"] {
+            if let Some(v) = a.get(key) {
+                body[key] = v.clone();
+            }
+        }
+    }
+    body
+}
+
+/// `POST …/refresh` items: the list projection without annotations.
+pub(crate) fn refreshed_tool(t: &ToolSummary) -> Value {
+    tool(t, false)
+}
+
+pub(crate) fn tool_schema(address: &str, t: &ToolRecord, definitions: &Map<String, Value>) -> Value {
+    let mut body = json!({
+        "address": address,
+        "name": t.name,
+        "description": t.description,
+    });
+    if let Some(s) = &t.input_schema {
+        body["inputSchema"] = s.clone();
+    }
+    if let Some(s) = &t.output_schema {
+        body["outputSchema"] = s.clone();
+    }
+    if !definitions.is_empty() {
+        body["schemaDefinitions"] = Value::Object(definitions.clone());
+    }
+    body
+}
+
+pub(crate) fn completed(c: &Completed) -> Value {
+    json!({"status": "completed", "text": c.text, "structured": c.structured, "isError": c.is_error})
+}
+
+pub(crate) fn paused(p: &Paused) -> Value {
+    json!({"status": "paused", "text": p.text, "structured": p.structured})
+}
+
+pub(crate) fn outcome(o: &ExecutionOutcome) -> Value {
+    match o {
+        ExecutionOutcome::Completed(c) => completed(c),
+        ExecutionOutcome::Paused(p) => paused(p),
+    }
+}
+
+pub(crate) fn mcp_server(v: &McpServerView) -> Value {
+    json!({
+        "slug": v.slug,
+        "description": v.description,
+        "kind": v.kind,
+        "canRemove": v.can_remove,
+        "canRefresh": v.can_refresh,
+        "config": v.config,
+    })
+}
+
+pub(crate) fn probe(p: &ProbeView) -> Value {
+    let mut body = json!({
+        "connected": p.connected,
+        "requiresAuthentication": p.requires_authentication,
+        "requiresOAuth": p.requires_oauth,
+        "supportsDynamicRegistration": p.supports_dynamic_registration,
+        "name": p.name,
+        "slug": p.slug,
+        "toolCount": p.tool_count,
+    });
+    if let Some(s) = &p.server_name {
+        body["serverName"] = json!(s);
+    }
+    if let Some(s) = &p.instructions {
+        body["instructions"] = json!(s);
+    }
+    body
+}
+
+// ---- request bodies -------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ProbeBody {
+    pub(crate) endpoint: String,
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(crate) query_params: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AddServerBody {
+    #[serde(default)]
+    pub(crate) transport: Option<String>,
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: Option<String>,
+    #[serde(default)]
+    pub(crate) endpoint: Option<String>,
+    #[serde(default)]
+    pub(crate) remote_transport: Option<String>,
+    #[serde(default)]
+    pub(crate) slug: Option<String>,
+    #[serde(default)]
+    pub(crate) query_params: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(crate) authentication_template: Option<Vec<AuthMethod>>,
+    #[serde(default)]
+    pub(crate) auth: Option<AuthShorthandBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub(crate) enum AuthShorthandBody {
+    #[serde(rename = "none")]
+    None,
+    #[serde(rename = "header", rename_all = "camelCase")]
+    Header {
+        header_name: String,
+        #[serde(default)]
+        prefix: Option<String>,
+    },
+    #[serde(rename = "oauth2")]
+    Oauth2,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct PatchIntegrationBody {
+    #[serde(default)]
+    pub(crate) name: Option<String>,
+    #[serde(default)]
+    pub(crate) description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CreateConnectionBody {
+    pub(crate) owner: String,
+    pub(crate) name: String,
+    pub(crate) integration: String,
+    pub(crate) template: String,
+    #[serde(default)]
+    pub(crate) identity_label: Option<String>,
+    #[serde(default)]
+    pub(crate) description: Option<String>,
+    #[serde(default)]
+    pub(crate) value: Option<String>,
+    #[serde(default)]
+    pub(crate) values: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub(crate) from: Option<FromBody>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct FromBody {
+    pub(crate) provider: String,
+    pub(crate) id: String,
+}
+
+/// `absent` = unchanged, `null` = clear.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PatchConnectionBody {
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) identity_label: Option<Option<String>>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ExecuteBody {
+    pub(crate) code: String,
+    #[serde(default)]
+    pub(crate) auto_approve: bool,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ResumeBody {
+    pub(crate) action: String,
+    #[serde(default)]
+    pub(crate) content: Option<Value>,
+}

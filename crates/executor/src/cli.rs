@@ -1,0 +1,129 @@
+//! Flags, then validated settings.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "executor", version, about = "The integration layer for AI agents")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server in the foreground and print its URL.
+    Web(ServeFlags),
+    /// Manage the background server.
+    #[command(subcommand)]
+    Daemon(DaemonCommand),
+}
+
+#[derive(Subcommand)]
+enum DaemonCommand {
+    /// Start the server (in the background unless --foreground).
+    Run(ServeFlags),
+}
+
+#[derive(Args, Clone)]
+struct ServeFlags {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, env = "PORT", default_value_t = 4788)]
+    port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    hostname: String,
+    /// JS-time budget of one execution: milliseconds, or a duration like 30s, 5m.
+    #[arg(long, env = "EXECUTOR_EXECUTION_TIMEOUT", default_value = "5m")]
+    execution_timeout: String,
+    /// Stay in the foreground (the default for `web`).
+    #[arg(long)]
+    foreground: bool,
+}
+
+/// Everything the server needs, validated.
+pub(crate) struct Settings {
+    pub(crate) bind: (IpAddr, u16),
+    pub(crate) data_dir: PathBuf,
+    pub(crate) scope_dir: PathBuf,
+    pub(crate) execution_timeout: Duration,
+}
+
+impl ServeFlags {
+    fn settings(&self) -> anyhow::Result<Settings> {
+        let host: IpAddr = match self.hostname.as_str() {
+            "localhost" => IpAddr::from([127, 0, 0, 1]),
+            other => other
+                .parse()
+                .with_context(|| format!("--hostname {other:?} is not an IP address"))?,
+        };
+        let execution_timeout = parse_duration(&self.execution_timeout)
+            .with_context(|| format!("invalid execution timeout {:?}", self.execution_timeout))?;
+        if execution_timeout < Duration::from_millis(100) {
+            bail!("the execution timeout must be at least 100ms");
+        }
+        Ok(Settings {
+            bind: (host, self.port),
+            data_dir: data_dir()?,
+            scope_dir: match std::env::var_os("EXECUTOR_SCOPE_DIR") {
+                Some(dir) => PathBuf::from(dir),
+                None => std::env::current_dir().context("reading the current directory")?,
+            },
+            execution_timeout,
+        })
+    }
+}
+
+fn data_dir() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("EXECUTOR_DATA_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = std::env::var_os("HOME").context("neither EXECUTOR_DATA_DIR nor HOME is set")?;
+    Ok(PathBuf::from(home).join(".executor"))
+}
+
+/// `1500` (milliseconds), `500ms`, `30s`, `5m`, `1h`.
+pub(crate) fn parse_duration(raw: &str) -> anyhow::Result<Duration> {
+    let raw = raw.trim();
+    let split = raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len());
+    let (digits, unit) = raw.split_at(split);
+    let n: u64 = digits.parse().context("expected a number")?;
+    Ok(match unit.trim() {
+        "" | "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3600),
+        other => bail!("unknown unit {other:?} (use ms, s, m or h)"),
+    })
+}
+
+pub(crate) fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Web(flags) => crate::server::run(flags.settings()?),
+        Command::Daemon(DaemonCommand::Run(flags)) if flags.foreground => {
+            crate::server::run(flags.settings()?)
+        }
+        Command::Daemon(DaemonCommand::Run(flags)) => crate::server::spawn_background(flags.settings()?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1500").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+    }
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Every check the project has, in the order CI runs them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test"
+cargo test --workspace
+echo "== e2e"
+cargo build -p executor
+(
+  cd tests/e2e
+  npm ci --no-audit --no-fund
+  EXECUTOR_BIN="$PWD/../../target/debug/executor" npm test
+)
