@@ -112,7 +112,7 @@ impl Engine {
         self.inner.io.spawn(async move {
             let output = inner.sandbox.run(&code, host).await;
             ctx.finish().await;
-            let _ = events_tx.send(ExecEvent::Done(format_completed(output.into_core())));
+            let _ = events_tx.send(ExecEvent::Done(format_completed(output)));
         });
         self.next_event(events_rx, None).await
     }
@@ -210,12 +210,3 @@ fn paused_view(id: &str, request: &PauseRequest) -> Paused {
     }
 }
 
-/// TEMPORARY until the sandbox re-exports the core type.
-trait IntoCore {
-    fn into_core(self) -> executor_core::RunOutput;
-}
-impl IntoCore for executor_sandbox::RunOutput {
-    fn into_core(self) -> executor_core::RunOutput {
-        executor_core::RunOutput { result: self.result, error: self.error, logs: self.logs, emitted: self.emitted }
-    }
-}

@@ -64,24 +64,13 @@ pub enum HostReply {
     Reject(String),
 }
 
-/// The outcome of one execution.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunOutput {
-    /// The returned value; `None` when the code returned `undefined`.
-    pub result: Option<serde_json::Value>,
-    /// The error message for the agent (uncaught exception, timeout, syntax error, ...).
-    pub error: Option<String>,
-    /// Captured console lines, `"[log] ..."`, `"[warn] ..."`, ...
-    pub logs: Vec<String>,
-    /// Values passed to `emit(value)`, in order.
-    pub emitted: Vec<serde_json::Value>,
-}
+/// The outcome of one execution (the core type, so the engine formats it without conversion).
+pub use executor_core::RunOutput;
 
-impl RunOutput {
-    pub(crate) fn failed(message: impl Into<String>) -> Self {
-        Self {
-            error: Some(message.into()),
-            ..Self::default()
-        }
+/// An output that is only an error.
+pub(crate) fn failed(message: impl Into<String>) -> RunOutput {
+    RunOutput {
+        error: Some(message.into()),
+        ..RunOutput::default()
     }
 }

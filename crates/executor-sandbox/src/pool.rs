@@ -11,8 +11,10 @@ use crate::{HostCalls, RunOutput, SandboxLimits, runner};
 /// Extra time past `wall_time` before the pool gives up on an execution that did not stop itself.
 const WALL_GRACE: Duration = Duration::from_secs(2);
 
-/// Native stack for JS threads: QuickJS's own limit (`stack_bytes`) plus room for oxc and Rust.
-const JS_THREAD_STACK: usize = 16 * 1024 * 1024;
+/// Native stack for JS threads (virtual memory; only touched pages are committed). QuickJS has its
+/// own limit (`stack_bytes`); the rest is for oxc, which recurses with the code's nesting depth
+/// (measured: 256 KiB of maximally nested code fits).
+const JS_THREAD_STACK: usize = 256 * 1024 * 1024;
 
 /// Bounded pool that runs executions OFF the caller's async workers.
 ///
@@ -66,7 +68,7 @@ impl SandboxPool {
     /// [`RunOutput::error`]. Dropping the returned future aborts the execution.
     pub async fn run(&self, code: &str, host: Arc<dyn HostCalls>) -> RunOutput {
         let Ok(permit) = self.permits.clone().acquire_owned().await else {
-            return RunOutput::failed("The sandbox pool is shut down");
+            return crate::failed("The sandbox pool is shut down");
         };
         let code = code.to_owned();
         let limits = self.limits.clone();
@@ -75,7 +77,7 @@ impl SandboxPool {
             let budget = limits.wall_time.saturating_add(WALL_GRACE);
             match tokio::time::timeout(budget, runner::execute(&code, host, &limits)).await {
                 Ok(out) => out,
-                Err(_) => RunOutput::failed(runner::wall_clock_message(&limits)),
+                Err(_) => crate::failed(runner::wall_clock_message(&limits)),
             }
         });
         let mut task = AbortOnDrop(task);
@@ -89,9 +91,9 @@ impl SandboxPool {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".to_string());
                 tracing::error!(%detail, "sandbox execution panicked");
-                RunOutput::failed(format!("Internal sandbox error: {detail}"))
+                crate::failed(format!("Internal sandbox error: {detail}"))
             }
-            Err(_) => RunOutput::failed("The execution was cancelled"),
+            Err(_) => crate::failed("The execution was cancelled"),
         }
     }
 }

@@ -49,10 +49,25 @@ impl PreparedCode {
     }
 }
 
+/// Largest accepted submission. oxc's parser and transformer recurse, so pathological nesting could
+/// overflow the native stack; with this cap, the `executor-js` threads' 256 MiB stacks are ample.
+pub(crate) const MAX_CODE_BYTES: usize = 256 * 1024;
+
 /// Recovers the agent's program from `code` (§4.1) and strips TypeScript.
 ///
 /// Errors are `SyntaxError: <message> (line L, column C)` with positions in `code`.
+///
+/// Recursion depth follows the code's nesting: code up to the size cap (256 KiB) can need far
+/// more than a default 2 MiB thread stack when nested thousands of levels deep, so run this on a
+/// thread with a large stack when the input is untrusted (the pool's threads have 256 MiB).
 pub fn prepare(code: &str) -> Result<PreparedCode, String> {
+    if code.len() > MAX_CODE_BYTES {
+        return Err(format!(
+            "Code is too large: {} bytes (the limit is {} KiB)",
+            code.len(),
+            MAX_CODE_BYTES / 1024
+        ));
+    }
     let (body_start, body_end) = extract_fenced(code).unwrap_or((0, code.len()));
     let body = &code[body_start..body_end];
     let edit = recover(body);
@@ -74,10 +89,7 @@ pub fn prepare(code: &str) -> Result<PreparedCode, String> {
     };
 
     let (js, tokens, first_line_shift) = strip_types(&map.wrapped).map_err(|diag| {
-        let offset = diag
-            .labels
-            .first()
-            .map(|label| label.offset() as usize);
+        let offset = diag.labels.first().map(|label| label.offset() as usize);
         let message = diag.message.to_string();
         match offset {
             Some(offset) => {
@@ -109,7 +121,14 @@ fn extract_fenced(code: &str) -> Option<(usize, usize)> {
                     let lang = info.trim().to_ascii_lowercase();
                     let is_code = matches!(
                         lang.as_str(),
-                        "" | "ts" | "typescript" | "js" | "javascript" | "tsx" | "jsx" | "mjs" | "mts"
+                        "" | "ts"
+                            | "typescript"
+                            | "js"
+                            | "javascript"
+                            | "tsx"
+                            | "jsx"
+                            | "mjs"
+                            | "mts"
                     );
                     open = Some((pos, is_code));
                 }
@@ -521,6 +540,12 @@ mod tests {
         let code = "Sure:\n\n```ts\nconst a = 1;\nlet b = (;\n```\n";
         let err = prepare(code).unwrap_err();
         assert!(err.ends_with("(line 5, column 10)"), "{err}");
+    }
+
+    #[test]
+    fn oversized_code_is_rejected() {
+        let code = format!("return 1;{}", " ".repeat(MAX_CODE_BYTES));
+        assert!(prepare(&code).unwrap_err().starts_with("Code is too large"));
     }
 
     #[test]

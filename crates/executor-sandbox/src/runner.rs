@@ -3,9 +3,9 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::task::Poll;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -109,14 +109,10 @@ impl Budget {
     }
 
     fn trip(&self, reason: u8) {
-        let _ = self.tripped.compare_exchange(
-            TRIP_NONE,
-            reason,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
+        let _ =
+            self.tripped
+                .compare_exchange(TRIP_NONE, reason, Ordering::AcqRel, Ordering::Relaxed);
     }
-
 
     fn begin_dispatch(self: &Arc<Self>) -> DispatchGuard {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
@@ -191,7 +187,7 @@ pub(crate) async fn execute(
     let origin = Instant::now();
     let prepared = match prepare(code) {
         Ok(p) => p,
-        Err(message) => return RunOutput::failed(message),
+        Err(message) => return crate::failed(message),
     };
     let budget = Arc::new(Budget::new(limits, origin));
     let sink: SharedSink = Arc::default();
@@ -229,10 +225,8 @@ async fn run_quickjs(
     rt.set_memory_limit(limits.memory_bytes).await;
     rt.set_max_stack_size(limits.stack_bytes).await;
     let handler_budget = budget.clone();
-    rt.set_interrupt_handler(Some(Box::new(move || {
-        handler_budget.should_interrupt()
-    })))
-    .await;
+    rt.set_interrupt_handler(Some(Box::new(move || handler_budget.should_interrupt())))
+        .await;
     let ctx = AsyncContext::full(&rt)
         .await
         .map_err(|e| format!("Failed to create the QuickJS context: {e}"))?;

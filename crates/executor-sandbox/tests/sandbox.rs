@@ -21,7 +21,10 @@ struct TestHost {
 impl HostCalls for TestHost {
     fn call(&self, path: String, args: Value) -> BoxFuture<'static, HostReply> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        self.paths.lock().unwrap().push((path.clone(), args.clone()));
+        self.paths
+            .lock()
+            .unwrap()
+            .push((path.clone(), args.clone()));
         let in_flight = self.in_flight.clone();
         let max = self.max_in_flight.clone();
         async move {
@@ -88,7 +91,10 @@ async fn returns_values_of_every_json_type() {
         ok("return { b: [1, 'x', { c: null }], a: 2 }").await,
         Some(json!({ "b": [1, "x", { "c": null }], "a": 2 }))
     );
-    assert_eq!(ok("return { f() {}, u: undefined, n: 1 }").await, Some(json!({ "n": 1 })));
+    assert_eq!(
+        ok("return { f() {}, u: undefined, n: 1 }").await,
+        Some(json!({ "n": 1 }))
+    );
 }
 
 #[tokio::test]
@@ -116,7 +122,10 @@ async fn returning_a_function_is_a_clear_error() {
 async fn tool_calls_cross_into_the_host() {
     let (out, host) = run_with(limits(), "return await tools.a.b.c.echo({ x: 1 })").await;
     assert_eq!(out.error, None);
-    assert_eq!(out.result, Some(json!({ "path": "a.b.c.echo", "echo": { "x": 1 } })));
+    assert_eq!(
+        out.result,
+        Some(json!({ "path": "a.b.c.echo", "echo": { "x": 1 } }))
+    );
     assert_eq!(host.calls.load(Ordering::SeqCst), 1);
 
     // Bracket access with dots, no args, extra args ignored.
@@ -191,7 +200,10 @@ async fn awaiting_a_namespace_does_not_hang() {
     .expect("awaiting the proxy hung");
     assert_eq!(out.error, None);
     assert_eq!(out.result, Some(json!("function")));
-    assert_eq!(ok("return tools.a.then === undefined && tools[Symbol.iterator] === undefined").await, Some(json!(true)));
+    assert_eq!(
+        ok("return tools.a.then === undefined && tools[Symbol.iterator] === undefined").await,
+        Some(json!(true))
+    );
 }
 
 #[tokio::test]
@@ -205,17 +217,26 @@ async fn tools_cannot_be_enumerated() {
     ] {
         let e = err(code).await;
         assert!(e.starts_with("TypeError: tools"), "{code}: {e}");
-        assert!(e.contains("is a lazy proxy and cannot be enumerated"), "{code}: {e}");
+        assert!(
+            e.contains("is a lazy proxy and cannot be enumerated"),
+            "{code}: {e}"
+        );
         assert!(e.contains("tools.search("), "{code}: {e}");
     }
     let e = err("return Object.keys(tools.github.org)").await;
-    assert!(e.starts_with("TypeError: tools.github.org is a lazy proxy"), "{e}");
+    assert!(
+        e.starts_with("TypeError: tools.github.org is a lazy proxy"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
 async fn calling_the_root_throws() {
     let e = err("await tools({})").await;
-    assert!(e.starts_with("TypeError: Tool path missing in invocation"), "{e}");
+    assert!(
+        e.starts_with("TypeError: Tool path missing in invocation"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -255,7 +276,14 @@ async fn emit_collects_values() {
     let out = run("emit('text'); emit({ type: 'text', text: 'hi' }); const r = emit(1); return r === undefined;").await;
     assert_eq!(out.error, None);
     assert_eq!(out.result, Some(json!(true)));
-    assert_eq!(out.emitted, vec![json!("text"), json!({ "type": "text", "text": "hi" }), json!(1)]);
+    assert_eq!(
+        out.emitted,
+        vec![
+            json!("text"),
+            json!({ "type": "text", "text": "hi" }),
+            json!(1)
+        ]
+    );
 }
 
 #[tokio::test]
@@ -288,27 +316,41 @@ return { total: cfg.total, top: names, color: Color.Green, first: maybe!.name, n
 "#;
     assert_eq!(
         ok(code).await,
-        Some(json!({ "total": 63, "top": ["beta", "gamma"], "color": 5, "first": "alpha", "next": 3 }))
+        Some(
+            json!({ "total": 63, "top": ["beta", "gamma"], "color": 5, "first": "alpha", "next": 3 })
+        )
     );
 }
 
 #[tokio::test]
 async fn code_recovery_forms_run() {
     let cases: &[(&str, Value)] = &[
-        ("Here is the code:\n```ts\nconst x: number = 41;\nreturn x + 1;\n```\nDone.", json!(42)),
+        (
+            "Here is the code:\n```ts\nconst x: number = 41;\nreturn x + 1;\n```\nDone.",
+            json!(42),
+        ),
         ("```js\nreturn 'js'\n```", json!("js")),
         ("```\nreturn 'bare'\n```", json!("bare")),
         ("() => 7", json!(7)),
-        ("async () => { const r = await tools.a.echo({ v: 1 }); return r.echo.v; }", json!(1)),
+        (
+            "async () => { const r = await tools.a.echo({ v: 1 }); return r.echo.v; }",
+            json!(1),
+        ),
         ("(async () => 8) as any", json!(8)),
-        ("(async () => { return await tools.a.echo({ v: 2 }); })();", json!({ "path": "a.echo", "echo": { "v": 2 } })),
+        (
+            "(async () => { return await tools.a.echo({ v: 2 }); })();",
+            json!({ "path": "a.echo", "echo": { "v": 2 } }),
+        ),
         ("async function main() { return 9; }", json!(9)),
         ("function main(): number { return 10 }", json!(10)),
         ("export default 11", json!(11)),
         ("export default { a: 12 }", json!({ "a": 12 })),
         ("export default async () => 13", json!(13)),
         ("export default async function () { return 14 }", json!(14)),
-        ("export default async function run() { return 15 }", json!(15)),
+        (
+            "export default async function run() { return 15 }",
+            json!(15),
+        ),
     ];
     for (code, expected) in cases {
         assert_eq!(ok(code).await.as_ref(), Some(expected), "code: {code}");
@@ -358,7 +400,11 @@ async fn runtime_errors_report_agent_lines() {
 async fn thrown_non_errors_are_reported() {
     assert_eq!(err("throw 'plain'").await, "Uncaught: plain");
     assert_eq!(err("throw { code: 1 }").await, "Uncaught: {\"code\":1}");
-    assert!(err("await Promise.reject(null)").await.starts_with("Uncaught: null"));
+    assert!(
+        err("await Promise.reject(null)")
+            .await
+            .starts_with("Uncaught: null")
+    );
 }
 
 fn short_js_time() -> SandboxLimits {
@@ -380,7 +426,11 @@ async fn infinite_loops_time_out() {
         let started = Instant::now();
         let (out, _) = run_with(short_js_time(), code).await;
         let elapsed = started.elapsed();
-        assert_eq!(out.error.as_deref(), Some("Execution timed out after 300ms"), "{code}");
+        assert_eq!(
+            out.error.as_deref(),
+            Some("Execution timed out after 300ms"),
+            "{code}"
+        );
         assert!(elapsed < Duration::from_secs(3), "{code}: took {elapsed:?}");
     }
 }
@@ -404,9 +454,16 @@ async fn wall_clock_budget_fires_during_a_long_host_call() {
         ..SandboxLimits::default()
     };
     let started = Instant::now();
-    let (out, _) = run_with(limits, "console.log('start'); await tools.x.sleep({ ms: 5000 }); return 1;").await;
+    let (out, _) = run_with(
+        limits,
+        "console.log('start'); await tools.x.sleep({ ms: 5000 }); return 1;",
+    )
+    .await;
     let elapsed = started.elapsed();
-    assert_eq!(out.error.as_deref(), Some("Execution exceeded the wall-clock limit of 700ms"));
+    assert_eq!(
+        out.error.as_deref(),
+        Some("Execution exceeded the wall-clock limit of 700ms")
+    );
     assert_eq!(out.logs, vec!["[log] start"]);
     assert!(elapsed < Duration::from_millis(2500), "took {elapsed:?}");
 }
@@ -421,19 +478,44 @@ async fn spinning_while_a_host_call_is_in_flight_still_times_out() {
         ..SandboxLimits::default()
     };
     let started = Instant::now();
-    let (out, _) = run_with(limits.clone(), "tools.x.sleep({ ms: 60000 }); while (true) {}").await;
-    assert_eq!(out.error.as_deref(), Some("Execution timed out after 300ms"));
-    assert!(started.elapsed() < Duration::from_millis(700), "took {:?}", started.elapsed());
-    let (out, _) = run_with(limits, "const p = tools.x.sleep({ ms: 60000 }); await null; while (true) {}").await;
-    assert_eq!(out.error.as_deref(), Some("Execution timed out after 300ms"));
+    let (out, _) = run_with(
+        limits.clone(),
+        "tools.x.sleep({ ms: 60000 }); while (true) {}",
+    )
+    .await;
+    assert_eq!(
+        out.error.as_deref(),
+        Some("Execution timed out after 300ms")
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(700),
+        "took {:?}",
+        started.elapsed()
+    );
+    let (out, _) = run_with(
+        limits,
+        "const p = tools.x.sleep({ ms: 60000 }); await null; while (true) {}",
+    )
+    .await;
+    assert_eq!(
+        out.error.as_deref(),
+        Some("Execution timed out after 300ms")
+    );
 }
 
 #[tokio::test]
 async fn a_promise_that_never_settles_times_out() {
     let started = Instant::now();
     let (out, _) = run_with(short_js_time(), "await new Promise(() => {}); return 1;").await;
-    assert_eq!(out.error.as_deref(), Some("Execution timed out after 300ms"));
-    assert!(started.elapsed() < Duration::from_millis(1500), "took {:?}", started.elapsed());
+    assert_eq!(
+        out.error.as_deref(),
+        Some("Execution timed out after 300ms")
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -442,27 +524,44 @@ async fn memory_bombs_are_stopped() {
         memory_bytes: 16 * 1024 * 1024,
         ..limits()
     };
-    let (out, _) = run_with(limits.clone(), "const a = []; while (true) a.push('x'.repeat(1000) + a.length);").await;
+    let (out, _) = run_with(
+        limits.clone(),
+        "const a = []; while (true) a.push('x'.repeat(1000) + a.length);",
+    )
+    .await;
     let e = out.error.expect("expected an error");
     assert!(e.contains("out of memory"), "{e}");
 
-    let (out, _) = run_with(limits.clone(), "const a = [];\nwhile (true) a.push({ n: a.length, s: 'y'.repeat(100) });").await;
+    let (out, _) = run_with(
+        limits.clone(),
+        "const a = [];\nwhile (true) a.push({ n: a.length, s: 'y'.repeat(100) });",
+    )
+    .await;
     let e = out.error.expect("expected an error");
     assert!(e.contains("out of memory"), "{e}");
 
     let (out, _) = run_with(limits, "let s = 'x'; while (true) s = s + s;").await;
     let e = out.error.expect("expected an error");
-    assert!(e.contains("out of memory") || e.contains("string too long") || e.contains("invalid string length"), "{e}");
+    assert!(
+        e.contains("out of memory")
+            || e.contains("string too long")
+            || e.contains("invalid string length"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
 async fn deep_recursion_is_stopped() {
     let e = err("function f(n: number): number { return f(n + 1) + 1; }\nreturn f(0);").await;
-    assert!(e.contains("Maximum call stack size exceeded") || e.contains("stack overflow"), "{e}");
+    assert!(
+        e.contains("Maximum call stack size exceeded") || e.contains("stack overflow"),
+        "{e}"
+    );
     assert!(e.lines().count() <= 12, "{e}");
     // Catchable, and the sandbox keeps working afterwards.
     assert_eq!(
-        ok("function f(n) { return f(n + 1) + 1; }\ntry { f(0); } catch (e) { return 'caught'; }").await,
+        ok("function f(n) { return f(n + 1) + 1; }\ntry { f(0); } catch (e) { return 'caught'; }")
+            .await,
         Some(json!("caught"))
     );
 }
@@ -478,16 +577,28 @@ async fn a_spinning_execution_does_not_block_others() {
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
     let started = Instant::now();
-    let out = pool.run("return await tools.a.echo({ q: 1 })", host.clone()).await;
+    let out = pool
+        .run("return await tools.a.echo({ q: 1 })", host.clone())
+        .await;
     assert_eq!(out.error, None);
-    assert!(started.elapsed() < Duration::from_millis(250), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(250),
+        "took {:?}",
+        started.elapsed()
+    );
     let spun = spinner.await.unwrap();
-    assert_eq!(spun.error.as_deref(), Some("Execution timed out after 300ms"));
+    assert_eq!(
+        spun.error.as_deref(),
+        Some("Execution timed out after 300ms")
+    );
 }
 
 #[test]
 fn caller_runtime_stays_responsive_while_a_script_spins() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let pool = Arc::new(SandboxPool::new(short_js_time(), 1, 1));
         let host: Arc<dyn HostCalls> = Arc::new(TestHost::default());
@@ -499,10 +610,17 @@ fn caller_runtime_stays_responsive_while_a_script_spins() {
         for _ in 0..5 {
             let t = Instant::now();
             tokio::time::sleep(Duration::from_millis(10)).await;
-            assert!(t.elapsed() < Duration::from_millis(60), "caller stalled for {:?}", t.elapsed());
+            assert!(
+                t.elapsed() < Duration::from_millis(60),
+                "caller stalled for {:?}",
+                t.elapsed()
+            );
         }
         let out = spinner.await.unwrap();
-        assert_eq!(out.error.as_deref(), Some("Execution timed out after 300ms"));
+        assert_eq!(
+            out.error.as_deref(),
+            Some("Execution timed out after 300ms")
+        );
     });
 }
 
@@ -528,7 +646,11 @@ async fn many_executions_share_a_pool() {
         let pool = pool.clone();
         let host = host.clone();
         tasks.push(tokio::spawn(async move {
-            pool.run(&format!("await tools.a.sleep({{ ms: 50 }}); return {i};"), host).await
+            pool.run(
+                &format!("await tools.a.sleep({{ ms: 50 }}); return {i};"),
+                host,
+            )
+            .await
         }));
     }
     for (i, t) in tasks.into_iter().enumerate() {
@@ -541,10 +663,16 @@ async fn many_executions_share_a_pool() {
 async fn dropping_a_run_and_the_pool_is_safe() {
     let pool = SandboxPool::new(short_js_time(), 1, 1);
     let host: Arc<dyn HostCalls> = Arc::new(TestHost::default());
-    let r = tokio::time::timeout(Duration::from_millis(50), pool.run("await tools.x.sleep({ms: 1000})", host.clone())).await;
+    let r = tokio::time::timeout(
+        Duration::from_millis(50),
+        pool.run("await tools.x.sleep({ms: 1000})", host.clone()),
+    )
+    .await;
     assert!(r.is_err());
     // The permit is released once the aborted execution is gone.
-    let out = tokio::time::timeout(Duration::from_secs(5), pool.run("return 5", host)).await.unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(5), pool.run("return 5", host))
+        .await
+        .unwrap();
     assert_eq!(out.result, Some(json!(5)));
     drop(pool);
 }
@@ -553,4 +681,26 @@ async fn dropping_a_run_and_the_pool_is_safe() {
 fn pool_is_send_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<SandboxPool>();
+}
+
+#[tokio::test]
+async fn deeply_nested_code_does_not_crash_the_process() {
+    // Near the size cap: the parser recurses once per level.
+    let depth = 120_000;
+    let code = format!("return {}1{};", "[".repeat(depth), "]".repeat(depth));
+    let e = err(&code).await;
+    assert!(
+        e.contains("Maximum call stack size exceeded") || e.contains("stack"),
+        "{}",
+        &e[..e.len().min(200)]
+    );
+    let code = format!("return {}1;", "!".repeat(250_000));
+    let e = err(&code).await;
+    assert!(
+        e.contains("Maximum call stack size exceeded"),
+        "{}",
+        &e[..e.len().min(200)]
+    );
+    let e = err(&"!".repeat(300_000)).await;
+    assert!(e.starts_with("Code is too large"), "{e}");
 }

@@ -21,12 +21,16 @@ struct Harness {
 
 impl Harness {
     async fn start() -> Self {
+        Self::start_with(Duration::from_secs(10)).await
+    }
+
+    async fn start_with(js_timeout: Duration) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
         let engine = Engine::new(
             store,
             Scope::local("journey-test"),
-            EngineConfig::with_js_timeout(Duration::from_secs(10)),
+            EngineConfig::with_js_timeout(js_timeout),
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -79,6 +83,12 @@ impl Harness {
             .await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["address"], format!("tools.{slug}.org.main"));
+    }
+
+    async fn execute_gated(&self, code: &str) -> Value {
+        let (status, body) = self.post("/api/executions", json!({"code": code})).await;
+        assert_eq!(status, 200, "{body}");
+        body
     }
 
     async fn execute(&self, code: &str) -> Value {
@@ -202,4 +212,88 @@ async fn shutdown_closes_every_downstream_session() {
     h.engine.shutdown().await;
     assert_eq!(h.engine.live_mcp_sessions(), 0);
     assert_eq!(fixture.live_sessions().await, 0, "{:#?}", fixture.requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destructive_tool_pauses_until_approved() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "stateful").await;
+    let code = r#"
+        await tools.stateful.org.main.select_workspace({});
+        const r = await tools.stateful.org.main.delete_everything({ really: true });
+        const after = await tools.stateful.org.main.get_workspace({});
+        return [r.data.content[0].text, after.data.content[0].text];
+    "#;
+
+    let paused = h.execute_gated(code).await;
+    assert_eq!(paused["status"], "paused", "{paused}");
+    let id = paused["structured"]["executionId"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("exec_"), "{id}");
+    assert_eq!(paused["structured"]["status"], "waiting_for_interaction");
+    assert_eq!(paused["structured"]["interaction"]["address"], "tools.stateful.org.main.delete_everything");
+    let text = paused["text"].as_str().unwrap();
+    assert!(text.starts_with("Execution paused: Delete everything"), "{text}");
+    assert!(text.contains("\"really\": true"), "the approval shows the arguments: {text}");
+
+    let (status, view) = h.call(reqwest::Method::GET, &format!("/api/executions/{id}"), None).await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["structured"]["executionId"], id.as_str());
+
+    let (status, done) = h.post(&format!("/api/executions/{id}/resume"), json!({"action": "accept"})).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["structured"]["result"], json!(["deleted", "workspace:ws-e2e"]), "{done}");
+    // The approval wait did not cost the execution its downstream session.
+    assert_eq!(fixture.ledger.call_session_ids().len(), 1, "{:#?}", fixture.requests());
+
+    // A repeated resume replays the recorded outcome; the pause itself is gone.
+    let (status, again) = h.post(&format!("/api/executions/{id}/resume"), json!({"action": "accept"})).await;
+    assert_eq!((status, &again), (200, &done));
+    let (status, gone) = h.call(reqwest::Method::GET, &format!("/api/executions/{id}"), None).await;
+    assert_eq!(status, 404, "{gone}");
+    assert_eq!(gone["_tag"], "ExecutionNotFoundError");
+
+    // Declining makes the call throw inside the code, where it can be caught.
+    let paused = h
+        .execute_gated("try { await tools.stateful.org.main.delete_everything({}); return 'ran'; } catch (e) { return String(e.message); }")
+        .await;
+    let id = paused["structured"]["executionId"].as_str().unwrap().to_owned();
+    let (_, declined) = h.post(&format!("/api/executions/{id}/resume"), json!({"action": "decline"})).await;
+    assert_eq!(declined["status"], "completed", "{declined}");
+    let message = declined["structured"]["result"].as_str().unwrap();
+    assert!(message.contains("requires approval but the request was declined"), "{message}");
+    h.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spinning_script_does_not_stall_the_server() {
+    let h = Harness::start_with(Duration::from_secs(2)).await;
+    let spinning = {
+        let http = h.http.clone();
+        let url = format!("{}/api/executions", h.base);
+        tokio::spawn(async move {
+            let r = http.post(url).json(&json!({"code": "while (true) {}"})).send().await.unwrap();
+            r.json::<Value>().await.unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut slowest = Duration::ZERO;
+    for _ in 0..20 {
+        let t = std::time::Instant::now();
+        let (status, _) = h.call(reqwest::Method::GET, "/api/health", None).await;
+        assert_eq!(status, 200);
+        slowest = slowest.max(t.elapsed());
+    }
+    let t = std::time::Instant::now();
+    let other = h.execute("return 2").await;
+    let other_took = t.elapsed();
+    assert_eq!(other["text"], "2", "{other}");
+    // Generous bounds for a loaded 2-core CI machine; a stalled server takes the full 2 s.
+    assert!(slowest < Duration::from_millis(500), "health took {slowest:?} while a script spun");
+    assert!(other_took < Duration::from_millis(1000), "another execution took {other_took:?}");
+    let spun = spinning.await.unwrap();
+    assert_eq!(spun["isError"], true, "{spun}");
+    assert!(spun["text"].as_str().unwrap().contains("timed out"), "{spun}");
+    h.shutdown.cancel();
 }
