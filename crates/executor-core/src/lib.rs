@@ -6,6 +6,8 @@ pub mod auth;
 pub mod names;
 pub mod outcome;
 pub mod result;
+pub mod schema_ts;
+pub mod search;
 
 pub use address::{AddressError, Owner, ToolAddress};
 pub use names::{normalize_connection_name, sanitize_tool_name, slugify, unique_tool_names};

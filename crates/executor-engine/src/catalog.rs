@@ -3,10 +3,9 @@
 use std::collections::BTreeMap;
 
 use executor_core::auth::AuthMethod;
+use executor_core::schema_ts::{ToolTypes, render_tool_types};
 use executor_core::{Owner, ToolAddress, normalize_connection_name, now_ms};
-use executor_store::{
-    ConnectionKey, ConnectionRecord, IntegrationRecord, ToolFilter, ToolRecord, ToolSummary,
-};
+use executor_store::{ConnectionKey, ConnectionRecord, IntegrationRecord, ToolFilter, ToolSummary};
 use serde_json::Value;
 
 use crate::error::{EngineError, EngineResult};
@@ -192,6 +191,7 @@ impl Engine {
             .mcp
             .close_where(move |label| label.starts_with(&prefix))
             .await;
+        self.catalog_changed();
         Ok(())
     }
 
@@ -308,6 +308,7 @@ impl Engine {
         let label = session_label(&key);
         self.inner.mcp.close_where(move |l| l == label).await;
         self.produce_tools(&integration, &key).await?;
+        self.catalog_changed();
         self.get_connection(&key).await
     }
 
@@ -332,6 +333,7 @@ impl Engine {
         }
         let label = session_label(key);
         self.inner.mcp.close_where(move |l| l == label).await;
+        self.catalog_changed();
         Ok(())
     }
 
@@ -340,6 +342,7 @@ impl Engine {
         self.get_connection(key).await?;
         let integration = self.integration_record(&key.integration).await?;
         self.produce_tools(&integration, key).await?;
+        self.catalog_changed();
         self.list_tools(&ToolListFilter {
             integration: Some(key.integration.clone()),
             owner: Some(key.owner),
@@ -356,9 +359,51 @@ impl Engine {
         integration: &IntegrationRecord,
         key: &ConnectionKey,
     ) -> EngineResult<()> {
+        self.produce(integration, key, false).await
+    }
+
+    /// A background re-sync: an empty list where tools existed keeps the old catalog, since a
+    /// remote server that briefly lists nothing should not wipe what agents rely on.
+    async fn produce_tools_in_background(
+        &self,
+        integration: &IntegrationRecord,
+        key: &ConnectionKey,
+    ) -> EngineResult<()> {
+        self.produce(integration, key, true).await
+    }
+
+    async fn produce(
+        &self,
+        integration: &IntegrationRecord,
+        key: &ConnectionKey,
+        background: bool,
+    ) -> EngineResult<()> {
         let produced = match integration.plugin_id.as_str() {
             mcp_plugin::PLUGIN_ID => mcp_plugin::produce_tools(&self.inner, integration, key).await,
             other => Err(format!("no plugin for integration kind {other:?}")),
+        };
+        let produced = match produced {
+            Ok(tools) if background && tools.is_empty() => {
+                let existing = self
+                    .inner
+                    .store
+                    .list_tools(
+                        &self.inner.scope,
+                        &ToolFilter {
+                            integration: Some(key.integration.clone()),
+                            owner: Some(key.owner),
+                            connection: Some(key.name.clone()),
+                            query: None,
+                        },
+                    )
+                    .await?;
+                if existing.is_empty() {
+                    Ok(tools)
+                } else {
+                    Err("the server listed no tools; keeping the previous catalog".to_owned())
+                }
+            }
+            other => other,
         };
         match produced {
             Ok(tools) => {
@@ -375,36 +420,119 @@ impl Engine {
                     .await?
             }
         }
+        // After the write, so that a cache rebuilt from here on sees the new tools.
+        self.tools_changed();
         Ok(())
     }
 
     // ---- tools --------------------------------------------------------------------------
 
+    /// Static tools first, then every connection's tools. Stale catalogs are refreshed in the
+    /// background; this answers at once with the last good catalog.
     pub async fn list_tools(&self, filter: &ToolListFilter) -> EngineResult<Vec<ToolSummary>> {
-        Ok(self
-            .inner
-            .store
-            .list_tools(
-                &self.inner.scope,
-                &ToolFilter {
-                    integration: filter.integration.clone(),
-                    owner: filter.owner,
-                    connection: filter.connection.clone(),
-                    query: filter.query.clone(),
-                },
-            )
-            .await?)
+        self.refresh_stale_catalogs();
+        let static_owner = if self.inner.scope.subject.is_some() { Owner::User } else { Owner::Org };
+        let query = filter.query.as_deref().map(str::to_lowercase);
+        let mut out: Vec<ToolSummary> = crate::builtins::STATIC_TOOLS
+            .iter()
+            .map(|t| t.summary(static_owner))
+            .filter(|t| {
+                filter.integration.as_deref().is_none_or(|i| i == t.integration)
+                    && filter.owner.is_none_or(|o| o == t.owner)
+                    && filter.connection.as_deref().is_none_or(|c| c == t.connection)
+                    && query.as_deref().is_none_or(|q| {
+                        format!("{} {}", t.name, t.description).to_lowercase().contains(q)
+                    })
+            })
+            .collect();
+        out.extend(
+            self.inner
+                .store
+                .list_tools(
+                    &self.inner.scope,
+                    &ToolFilter {
+                        integration: filter.integration.clone(),
+                        owner: filter.owner,
+                        connection: filter.connection.clone(),
+                        query: filter.query.clone(),
+                    },
+                )
+                .await?,
+        );
+        Ok(out)
     }
 
-    /// The tool with its schemas and shared definitions; `ToolNotFound` for unknown addresses.
-    pub async fn tool_schema(
-        &self,
-        address: &str,
-    ) -> EngineResult<(ToolRecord, serde_json::Map<String, Value>)> {
+    /// Starts background refreshes of connections whose catalog is stale (marked by a
+    /// `list_changed`, never synced) or older than the remote-catalog TTL. Concurrent, one per
+    /// connection at a time, checked at most once a second; never waited for.
+    pub(crate) fn refresh_stale_catalogs(&self) {
+        let now = now_ms();
+        let last = self.inner.freshness.last_check.load(std::sync::atomic::Ordering::Relaxed);
+        if now - last < 1_000
+            || self
+                .inner
+                .freshness
+                .last_check
+                .compare_exchange(last, now, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let engine = self.clone();
+        self.inner.io.spawn(async move {
+            let connections = match engine.list_connections(None, None).await {
+                Ok(c) => c,
+                Err(e) => return tracing::warn!(error = %e, "could not check catalog freshness"),
+            };
+            let ttl = REMOTE_CATALOG_TTL_MS;
+            for connection in connections {
+                let stale = connection.tools_synced_at.is_none_or(|at| now - at > ttl);
+                if !stale {
+                    continue;
+                }
+                let key = ConnectionKey {
+                    owner: connection.owner,
+                    integration: connection.integration.clone(),
+                    name: connection.name.clone(),
+                };
+                if !lock(&engine.inner.freshness.in_flight).insert(key.clone()) {
+                    continue;
+                }
+                let engine = engine.clone();
+                engine.inner.io.clone().spawn(async move {
+                    let result = match engine.integration_record(&key.integration).await {
+                        Ok(integration) => engine.produce_tools_in_background(&integration, &key).await,
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = result {
+                        tracing::warn!(error = %e, connection = %session_label(&key), "background catalog refresh failed");
+                    }
+                    lock(&engine.inner.freshness.in_flight).remove(&key);
+                });
+            }
+        });
+    }
+
+    /// A tool's schemas, shared definitions and TypeScript previews; `ToolNotFound` for unknown
+    /// addresses. Takes a dynamic address (`tools.…`) or a static fqid (`executor.coreTools.…`).
+    pub async fn tool_schema(&self, address: &str) -> EngineResult<ToolSchema> {
         let not_found = || EngineError::ToolNotFound {
             address: address.to_owned(),
             suggestions: Vec::new(),
         };
+        if let Some(tool) = crate::builtins::static_tool(address) {
+            let input = (tool.input_schema)();
+            let types = render_tool_types(Some(&input), None, &serde_json::Map::new());
+            return Ok(ToolSchema {
+                address: address.to_owned(),
+                name: tool.name().to_owned(),
+                description: tool.description.to_owned(),
+                input_schema: Some(input),
+                output_schema: None,
+                definitions: serde_json::Map::new(),
+                types,
+            });
+        }
         let parsed = ToolAddress::parse(address).map_err(|_| not_found())?;
         let tool = self
             .inner
@@ -424,8 +552,47 @@ impl Engine {
                 },
             )
             .await?;
-        Ok((tool, definitions))
+        let types = render_tool_types(
+            tool.input_schema.as_ref(),
+            tool.output_schema.as_ref(),
+            &definitions,
+        );
+        Ok(ToolSchema {
+            address: address.to_owned(),
+            name: tool.name,
+            description: tool.description,
+            input_schema: tool.input_schema,
+            output_schema: tool.output_schema,
+            definitions,
+            types,
+        })
     }
+}
+
+/// A tool with everything `describe` and `GET /api/tools/schema` show.
+#[derive(Debug, Clone)]
+pub struct ToolSchema {
+    pub address: String,
+    pub name: String,
+    pub description: String,
+    pub input_schema: Option<Value>,
+    pub output_schema: Option<Value>,
+    pub definitions: serde_json::Map<String, Value>,
+    pub types: ToolTypes,
+}
+
+/// Remote catalogs are re-listed when older than this (15 minutes).
+const REMOTE_CATALOG_TTL_MS: i64 = 15 * 60 * 1000;
+
+/// Bookkeeping of background catalog refreshes.
+#[derive(Default)]
+pub(crate) struct Freshness {
+    last_check: std::sync::atomic::AtomicI64,
+    in_flight: std::sync::Mutex<std::collections::HashSet<ConnectionKey>>,
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Pool label of a connection's downstream sessions: `<integration>/<owner>/<name>`.

@@ -84,7 +84,7 @@ impl HostCalls for ExecutionHost {
 }
 
 /// Logs the cause under a correlation id and returns the opaque message the sandbox sees.
-fn internal_tool_error(cause: &str) -> String {
+pub(crate) fn internal_tool_error(cause: &str) -> String {
     let id = format!("{:08x}", rand::random::<u32>());
     tracing::error!(correlation_id = %id, %cause, "tool call failed");
     format!("Internal tool error [{id}]")
@@ -98,8 +98,15 @@ fn resolve_path(path: &str) -> Option<ToolAddress> {
 }
 
 async fn dispatch(inner: Arc<Inner>, ctx: Arc<ExecutionCtx>, path: String, args: Value) -> HostReply {
+    if let Some(reply) = crate::builtins::dispatch(&inner, &path, &args).await {
+        return reply;
+    }
     let Some(address) = resolve_path(&path) else {
-        return HostReply::Resolve(tool_not_found(&path, Vec::new()).to_json());
+        // Not an integration address: an unknown helper or static tool.
+        let engine = crate::Engine { inner: inner.clone() };
+        let leaf = path.rsplit('.').next().unwrap_or(&path);
+        let suggestions = engine.suggestions(leaf, None).await;
+        return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
     };
     let tool = match inner.store.get_tool(&inner.scope, &address).await {
         Ok(Some(tool)) => tool,

@@ -2,6 +2,7 @@
 //! for integrations and connections, and pauses for approval. It knows the domain, not the wire:
 //! `executor-server` turns what it returns into HTTP/MCP JSON.
 
+mod builtins;
 mod catalog;
 mod dispatch;
 mod error;
@@ -15,8 +16,9 @@ use executor_mcp::{McpClient, McpClientConfig};
 use executor_sandbox::{SandboxLimits, SandboxPool};
 use executor_store::{Scope, Store};
 
+pub use builtins::STATIC_TOOL_CONNECTION;
 pub use catalog::{
-    ConnectionInput, CredentialOrigin, IntegrationView, ToolListFilter, BUILTIN_INTEGRATION,
+    BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, IntegrationView, ToolListFilter, ToolSchema,
 };
 pub use error::{EngineError, EngineResult};
 pub use execution::{ExecutionOutcome, Paused, ResumeAction};
@@ -65,6 +67,13 @@ pub(crate) struct Inner {
     /// The async runtime that owns IO; host calls made from the JS threads are spawned here.
     pub(crate) io: tokio::runtime::Handle,
     pub(crate) executions: execution::Registry,
+    /// Fires when integrations or connections change, so agent surfaces can say their tool
+    /// list changed.
+    pub(crate) catalog_changed: tokio::sync::broadcast::Sender<()>,
+    /// Moves whenever any tool list may have changed; caches compare against it.
+    pub(crate) catalog_generation: std::sync::atomic::AtomicU64,
+    pub(crate) search_index: builtins::IndexCache,
+    pub(crate) freshness: catalog::Freshness,
 }
 
 impl Engine {
@@ -82,6 +91,10 @@ impl Engine {
             mcp,
             io: tokio::runtime::Handle::current(),
             executions: execution::Registry::default(),
+            catalog_changed: tokio::sync::broadcast::channel(16).0,
+            catalog_generation: std::sync::atomic::AtomicU64::new(0),
+            search_index: builtins::IndexCache::default(),
+            freshness: catalog::Freshness::default(),
         });
         mcp_plugin::watch_list_changed(&inner);
         Engine { inner }
@@ -94,6 +107,24 @@ impl Engine {
     /// Live downstream MCP sessions (pooled or leased).
     pub fn live_mcp_sessions(&self) -> usize {
         self.inner.mcp.live_sessions()
+    }
+
+    /// A receiver that gets a message whenever integrations or connections change.
+    pub fn subscribe_catalog_changes(&self) -> tokio::sync::broadcast::Receiver<()> {
+        self.inner.catalog_changed.subscribe()
+    }
+
+    /// Integrations or connections changed: agent surfaces hear of it, caches rebuild.
+    pub(crate) fn catalog_changed(&self) {
+        self.tools_changed();
+        let _ = self.inner.catalog_changed.send(());
+    }
+
+    /// Some connection's tools changed: caches rebuild on their next read.
+    pub(crate) fn tools_changed(&self) {
+        self.inner
+            .catalog_generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// Drops paused executions and closes every downstream session.

@@ -266,7 +266,10 @@ impl Engine {
             updated_at: now,
         };
         match self.inner.store.insert_integration(&self.inner.scope, &record).await {
-            Ok(()) => Ok(slug),
+            Ok(()) => {
+                self.catalog_changed();
+                Ok(slug)
+            }
             Err(StoreError::AlreadyExists) => Err(EngineError::IntegrationAlreadyExists { slug }),
             Err(e) => Err(e.into()),
         }

@@ -304,8 +304,8 @@ async fn tool_schema(
         .get("address")
         .filter(|a| !a.is_empty())
         .ok_or_else(|| ApiError::schema("The address query parameter is required."))?;
-    let (tool, definitions) = engine.tool_schema(address).await?;
-    ok(wire::tool_schema(address, &tool, &definitions))
+    let schema = engine.tool_schema(address).await?;
+    ok(wire::tool_schema(&schema))
 }
 
 // ---- executions -------------------------------------------------------------------------

@@ -5,10 +5,13 @@ use std::collections::BTreeMap;
 use executor_core::Completed;
 use executor_core::auth::{AuthMethod, Carrier};
 use executor_core::address::connection_address;
-use executor_engine::{ExecutionOutcome, IntegrationView, McpServerView, Paused, ProbeView};
-use executor_store::{ConnectionRecord, ToolRecord, ToolSummary};
+use executor_engine::{
+    BUILTIN_INTEGRATION, ExecutionOutcome, IntegrationView, McpServerView, Paused, ProbeView,
+    STATIC_TOOL_CONNECTION, ToolSchema,
+};
+use executor_store::{ConnectionRecord, ToolSummary};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 pub(crate) fn integration(view: &IntegrationView) -> Value {
     let mut body = json!({
@@ -72,8 +75,17 @@ pub(crate) fn connection(record: &ConnectionRecord) -> Value {
     })
 }
 
+/// Static tools are addressed by their fqid (`executor.<name>`), dynamic ones by `tools.…`.
+fn is_static(t: &ToolSummary) -> bool {
+    t.integration == BUILTIN_INTEGRATION && t.connection == STATIC_TOOL_CONNECTION
+}
+
 fn tool_address(t: &ToolSummary) -> String {
-    format!("tools.{}.{}.{}.{}", t.integration, t.owner.as_str(), t.connection, t.name)
+    if is_static(t) {
+        format!("{BUILTIN_INTEGRATION}.{}", t.name)
+    } else {
+        format!("tools.{}.{}.{}.{}", t.integration, t.owner.as_str(), t.connection, t.name)
+    }
 }
 
 pub(crate) fn tool(t: &ToolSummary, include_annotations: bool) -> Value {
@@ -86,6 +98,9 @@ pub(crate) fn tool(t: &ToolSummary, include_annotations: bool) -> Value {
         "pluginId": t.plugin_id,
         "description": t.description,
     });
+    if is_static(t) {
+        body["static"] = json!(true);
+    }
     if include_annotations && let Some(Value::Object(a)) = &t.annotations {
         for key in ["requiresApproval", "approvalDescription", "mayElicit"] {
             if let Some(v) = a.get(key) {
@@ -101,9 +116,9 @@ pub(crate) fn refreshed_tool(t: &ToolSummary) -> Value {
     tool(t, false)
 }
 
-pub(crate) fn tool_schema(address: &str, t: &ToolRecord, definitions: &Map<String, Value>) -> Value {
+pub(crate) fn tool_schema(t: &ToolSchema) -> Value {
     let mut body = json!({
-        "address": address,
+        "address": t.address,
         "name": t.name,
         "description": t.description,
     });
@@ -113,9 +128,14 @@ pub(crate) fn tool_schema(address: &str, t: &ToolRecord, definitions: &Map<Strin
     if let Some(s) = &t.output_schema {
         body["outputSchema"] = s.clone();
     }
-    if !definitions.is_empty() {
-        body["schemaDefinitions"] = Value::Object(definitions.clone());
+    if !t.definitions.is_empty() {
+        body["schemaDefinitions"] = Value::Object(t.definitions.clone());
     }
+    if let Some(ts) = &t.types.input {
+        body["inputTypeScript"] = json!(ts);
+    }
+    body["outputTypeScript"] = json!(t.types.output);
+    body["typeScriptDefinitions"] = json!(t.types.definitions);
     body
 }
 
