@@ -5,6 +5,7 @@ pub mod address;
 pub mod auth;
 pub mod names;
 pub mod outcome;
+pub mod policy;
 pub mod result;
 pub mod schema_ts;
 pub mod search;

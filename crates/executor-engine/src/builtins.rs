@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use executor_core::search::{SearchEntry, SearchIndex, SearchQuery, suggest};
 use executor_core::ToolOutcome;
+use executor_core::search::{SearchEntry, SearchIndex, SearchQuery, suggest};
 use executor_sandbox::HostReply;
 use serde_json::{Map, Value, json};
 
@@ -128,8 +128,14 @@ pub(crate) fn static_tool(fqid: &str) -> Option<&'static StaticTool> {
 
 /// The helpers that describe themselves in `describe.tool`.
 const HELPERS: &[(&str, &str)] = &[
-    ("search", "Search the tool catalog: tools.search({ query, namespace?, limit?, offset? })."),
-    ("describe.tool", "Describe one tool with TypeScript types: tools.describe.tool({ path })."),
+    (
+        "search",
+        "Search the tool catalog: tools.search({ query, namespace?, limit?, offset? }).",
+    ),
+    (
+        "describe.tool",
+        "Describe one tool with TypeScript types: tools.describe.tool({ path }).",
+    ),
     (
         "executor.integrations.list",
         "List integrations: tools.executor.integrations.list({ query?, limit?, offset? }).",
@@ -170,7 +176,10 @@ pub(crate) async fn dispatch(inner: &Arc<Inner>, path: &str, args: &Value) -> Op
 /// `Ok(Err(message))` = bad arguments, thrown in the sandbox.
 type BuiltinResult = EngineResult<Result<Value, String>>;
 
-fn object_args<'a>(helper: &str, args: &'a Value) -> Result<Option<&'a Map<String, Value>>, String> {
+fn object_args<'a>(
+    helper: &str,
+    args: &'a Value,
+) -> Result<Option<&'a Map<String, Value>>, String> {
     match args {
         Value::Null => Ok(None),
         Value::Object(map) => Ok(Some(map)),
@@ -178,7 +187,11 @@ fn object_args<'a>(helper: &str, args: &'a Value) -> Result<Option<&'a Map<Strin
     }
 }
 
-fn string_arg(map: Option<&Map<String, Value>>, helper: &str, key: &str) -> Result<Option<String>, String> {
+fn string_arg(
+    map: Option<&Map<String, Value>>,
+    helper: &str,
+    key: &str,
+) -> Result<Option<String>, String> {
     match map.and_then(|m| m.get(key)) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -186,13 +199,24 @@ fn string_arg(map: Option<&Map<String, Value>>, helper: &str, key: &str) -> Resu
     }
 }
 
-fn count_arg(map: Option<&Map<String, Value>>, helper: &str, key: &str, positive: bool) -> Result<Option<usize>, String> {
+fn count_arg(
+    map: Option<&Map<String, Value>>,
+    helper: &str,
+    key: &str,
+    positive: bool,
+) -> Result<Option<usize>, String> {
     match map.and_then(|m| m.get(key)) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => {
-            let ok = n.as_f64().filter(|f| f.fract() == 0.0 && *f >= if positive { 1.0 } else { 0.0 });
-            ok.map(|f| Some(f as usize))
-                .ok_or_else(|| format!("{helper}: `{key}` must be a {} integer, got {n}", if positive { "positive" } else { "non-negative" }))
+            let ok = n
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= if positive { 1.0 } else { 0.0 });
+            ok.map(|f| Some(f as usize)).ok_or_else(|| {
+                format!(
+                    "{helper}: `{key}` must be a {} integer, got {n}",
+                    if positive { "positive" } else { "non-negative" }
+                )
+            })
         }
         Some(other) => Err(format!("{helper}: `{key}` must be a number, got {other}")),
     }
@@ -252,7 +276,9 @@ async fn describe(engine: &Engine, args: &Value) -> BuiltinResult {
         Err(message) => return Ok(Err(message)),
     };
     if map.is_some_and(|m| m.contains_key("includeSchemas")) {
-        return Ok(Err(format!("{H}: `includeSchemas` is not supported; it always returns TypeScript types.")));
+        return Ok(Err(format!(
+            "{H}: `includeSchemas` is not supported; it always returns TypeScript types."
+        )));
     }
     let path = match string_arg(map, H, "path") {
         Ok(Some(p)) if !p.trim().is_empty() => p.trim().trim_start_matches("tools.").to_owned(),
@@ -260,9 +286,15 @@ async fn describe(engine: &Engine, args: &Value) -> BuiltinResult {
         Err(message) => return Ok(Err(message)),
     };
     if let Some((_, description)) = HELPERS.iter().find(|(p, _)| *p == path) {
-        return Ok(Ok(json!({"path": path, "name": path, "description": description})));
+        return Ok(Ok(
+            json!({"path": path, "name": path, "description": description}),
+        ));
     }
-    let address = if static_tool(&path).is_some() { path.clone() } else { format!("tools.{path}") };
+    let address = if static_tool(&path).is_some() {
+        path.clone()
+    } else {
+        format!("tools.{path}")
+    };
     let schema = match engine.tool_schema(&address).await {
         Ok(schema) => schema,
         Err(crate::EngineError::ToolNotFound { .. }) => {
@@ -272,7 +304,8 @@ async fn describe(engine: &Engine, args: &Value) -> BuiltinResult {
             if suggestions.is_empty() {
                 suggestions = engine.suggestions(leaf, None).await;
             }
-            let mut error = json!({"code": "tool_not_found", "message": format!("Tool not found: {path}")});
+            let mut error =
+                json!({"code": "tool_not_found", "message": format!("Tool not found: {path}")});
             if !suggestions.is_empty() {
                 error["suggestions"] = json!(suggestions);
             }
@@ -303,7 +336,9 @@ async fn integrations_list(engine: &Engine, args: &Value) -> BuiltinResult {
     };
     let (query, limit, offset) = match (|| {
         Ok::<_, String>((
-            string_arg(map, H, "query")?.unwrap_or_default().to_lowercase(),
+            string_arg(map, H, "query")?
+                .unwrap_or_default()
+                .to_lowercase(),
             count_arg(map, H, "limit", true)?.unwrap_or(DEFAULT_LIMIT),
             count_arg(map, H, "offset", false)?.unwrap_or(0),
         ))
@@ -349,14 +384,19 @@ async fn connections_list(engine: &Engine, args: &Value) -> BuiltinResult {
     let (integration, owner) = match (|| {
         let owner = match string_arg(map, H, "owner")? {
             None => None,
-            Some(o) => Some(o.parse().map_err(|_| format!("{H}: owner must be \"org\" or \"user\""))?),
+            Some(o) => Some(
+                o.parse()
+                    .map_err(|_| format!("{H}: owner must be \"org\" or \"user\""))?,
+            ),
         };
         Ok::<_, String>((string_arg(map, H, "integration")?, owner))
     })() {
         Ok(v) => v,
         Err(message) => return Ok(Err(message)),
     };
-    let list = engine.list_connections(integration.as_deref(), owner).await?;
+    let list = engine
+        .list_connections(integration.as_deref(), owner)
+        .await?;
     Ok(Ok(json!({
         "items": list.iter().map(|c| json!({
             "owner": c.owner.as_str(),
@@ -388,7 +428,10 @@ impl Default for IndexCache {
 
 impl Engine {
     pub(crate) async fn search_index(&self) -> EngineResult<Arc<SearchIndex>> {
-        let generation = self.inner.catalog_generation.load(std::sync::atomic::Ordering::Acquire);
+        let generation = self
+            .inner
+            .catalog_generation
+            .load(std::sync::atomic::Ordering::Acquire);
         let mut cached = self.inner.search_index.cached.lock().await;
         if let Some((g, index)) = cached.as_ref()
             && *g == generation
@@ -410,7 +453,13 @@ impl Engine {
             })
             .collect();
         entries.extend(tools.into_iter().map(|t| SearchEntry {
-            path: format!("{}.{}.{}.{}", t.integration, t.owner.as_str(), t.connection, t.name),
+            path: format!(
+                "{}.{}.{}.{}",
+                t.integration,
+                t.owner.as_str(),
+                t.connection,
+                t.name
+            ),
             name: t.name,
             description: t.description,
             integration: t.integration,

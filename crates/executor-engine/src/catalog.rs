@@ -77,7 +77,10 @@ pub enum CredentialOrigin {
     /// Sugar for the variable `token`.
     Value(String),
     Values(BTreeMap<String, String>),
-    From { provider: String, id: String },
+    From {
+        provider: String,
+        id: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -103,7 +106,11 @@ impl Engine {
     // ---- integrations -------------------------------------------------------------------
 
     pub async fn list_integrations(&self) -> EngineResult<Vec<IntegrationView>> {
-        let records = self.inner.store.list_integrations(&self.inner.scope).await?;
+        let records = self
+            .inner
+            .store
+            .list_integrations(&self.inner.scope)
+            .await?;
         let mut out = Vec::with_capacity(records.len() + 1);
         out.push(IntegrationView::builtin());
         out.extend(
@@ -180,10 +187,16 @@ impl Engine {
             .store
             .list_connections(&self.inner.scope, Some(slug), None)
             .await?;
-        self.inner.store.delete_integration(&self.inner.scope, slug).await?;
+        self.inner
+            .store
+            .delete_integration(&self.inner.scope, slug)
+            .await?;
         for connection in &connections {
             for item in item_ids(&connection.item_ids).values() {
-                self.inner.store.delete_secret(&self.inner.scope, item).await?;
+                self.inner
+                    .store
+                    .delete_secret(&self.inner.scope, item)
+                    .await?;
             }
         }
         let prefix = format!("{slug}/");
@@ -219,7 +232,10 @@ impl Engine {
 
     /// Creates or updates (upsert on owner+integration+name) a connection, then produces its
     /// tools before returning.
-    pub async fn create_connection(&self, input: ConnectionInput) -> EngineResult<ConnectionRecord> {
+    pub async fn create_connection(
+        &self,
+        input: ConnectionInput,
+    ) -> EngineResult<ConnectionRecord> {
         let integration = self.integration_record(&input.integration).await?;
         if input.owner == Owner::User && self.inner.scope.subject.is_none() {
             return Err(EngineError::InvalidConnectionInput {
@@ -236,7 +252,11 @@ impl Engine {
                     "Unknown auth method {:?} for integration {:?}; it declares: {}.",
                     input.template,
                     input.integration,
-                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
                 ),
             });
         }
@@ -248,31 +268,34 @@ impl Engine {
         };
         let item_prefix = format!("connection:{}:{}:{}", input.owner, input.integration, name);
         // Pasted values go to the default provider; references name an item of a provider.
-        let (provider, pasted, referenced): (String, BTreeMap<String, String>, BTreeMap<String, String>) =
-            match &input.origin {
-                CredentialOrigin::Value(v) => (
-                    DEFAULT_PROVIDER.to_owned(),
-                    non_empty([("token".to_owned(), v.clone())]),
-                    BTreeMap::new(),
-                ),
-                CredentialOrigin::Values(values) => (
-                    DEFAULT_PROVIDER.to_owned(),
-                    non_empty(values.clone()),
-                    BTreeMap::new(),
-                ),
-                CredentialOrigin::From { provider, id } => {
-                    if provider != DEFAULT_PROVIDER {
-                        return Err(EngineError::CredentialProviderNotRegistered {
-                            provider: provider.clone(),
-                        });
-                    }
-                    (
-                        provider.clone(),
-                        BTreeMap::new(),
-                        BTreeMap::from([("token".to_owned(), id.clone())]),
-                    )
+        let (provider, pasted, referenced): (
+            String,
+            BTreeMap<String, String>,
+            BTreeMap<String, String>,
+        ) = match &input.origin {
+            CredentialOrigin::Value(v) => (
+                DEFAULT_PROVIDER.to_owned(),
+                non_empty([("token".to_owned(), v.clone())]),
+                BTreeMap::new(),
+            ),
+            CredentialOrigin::Values(values) => (
+                DEFAULT_PROVIDER.to_owned(),
+                non_empty(values.clone()),
+                BTreeMap::new(),
+            ),
+            CredentialOrigin::From { provider, id } => {
+                if provider != DEFAULT_PROVIDER {
+                    return Err(EngineError::CredentialProviderNotRegistered {
+                        provider: provider.clone(),
+                    });
                 }
-            };
+                (
+                    provider.clone(),
+                    BTreeMap::new(),
+                    BTreeMap::from([("token".to_owned(), id.clone())]),
+                )
+            }
+        };
         if !is_none_template && pasted.is_empty() && referenced.is_empty() {
             return Err(EngineError::InvalidConnectionInput {
                 message: "A connection must supply at least one credential input.".to_owned(),
@@ -281,7 +304,10 @@ impl Engine {
         let mut item_ids = serde_json::Map::new();
         for (variable, value) in &pasted {
             let item = format!("{item_prefix}:{variable}");
-            self.inner.store.put_secret(&self.inner.scope, &item, value).await?;
+            self.inner
+                .store
+                .put_secret(&self.inner.scope, &item, value)
+                .await?;
             item_ids.insert(variable.clone(), Value::String(item));
         }
         for (variable, item) in referenced {
@@ -303,7 +329,10 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        self.inner.store.upsert_connection(&self.inner.scope, &record).await?;
+        self.inner
+            .store
+            .upsert_connection(&self.inner.scope, &record)
+            .await?;
         // A re-saved connection may carry other credentials: its old sessions must not be reused.
         let label = session_label(&key);
         self.inner.mcp.close_where(move |l| l == label).await;
@@ -327,9 +356,15 @@ impl Engine {
 
     pub async fn remove_connection(&self, key: &ConnectionKey) -> EngineResult<()> {
         let record = self.get_connection(key).await?;
-        self.inner.store.delete_connection(&self.inner.scope, key).await?;
+        self.inner
+            .store
+            .delete_connection(&self.inner.scope, key)
+            .await?;
         for item in item_ids(&record.item_ids).values() {
-            self.inner.store.delete_secret(&self.inner.scope, item).await?;
+            self.inner
+                .store
+                .delete_secret(&self.inner.scope, item)
+                .await?;
         }
         let label = session_label(key);
         self.inner.mcp.close_where(move |l| l == label).await;
@@ -431,17 +466,29 @@ impl Engine {
     /// background; this answers at once with the last good catalog.
     pub async fn list_tools(&self, filter: &ToolListFilter) -> EngineResult<Vec<ToolSummary>> {
         self.refresh_stale_catalogs();
-        let static_owner = if self.inner.scope.subject.is_some() { Owner::User } else { Owner::Org };
+        let static_owner = if self.inner.scope.subject.is_some() {
+            Owner::User
+        } else {
+            Owner::Org
+        };
         let query = filter.query.as_deref().map(str::to_lowercase);
         let mut out: Vec<ToolSummary> = crate::builtins::STATIC_TOOLS
             .iter()
             .map(|t| t.summary(static_owner))
             .filter(|t| {
-                filter.integration.as_deref().is_none_or(|i| i == t.integration)
+                filter
+                    .integration
+                    .as_deref()
+                    .is_none_or(|i| i == t.integration)
                     && filter.owner.is_none_or(|o| o == t.owner)
-                    && filter.connection.as_deref().is_none_or(|c| c == t.connection)
+                    && filter
+                        .connection
+                        .as_deref()
+                        .is_none_or(|c| c == t.connection)
                     && query.as_deref().is_none_or(|q| {
-                        format!("{} {}", t.name, t.description).to_lowercase().contains(q)
+                        format!("{} {}", t.name, t.description)
+                            .to_lowercase()
+                            .contains(q)
                     })
             })
             .collect();
@@ -467,13 +514,22 @@ impl Engine {
     /// connection at a time, checked at most once a second; never waited for.
     pub(crate) fn refresh_stale_catalogs(&self) {
         let now = now_ms();
-        let last = self.inner.freshness.last_check.load(std::sync::atomic::Ordering::Relaxed);
+        let last = self
+            .inner
+            .freshness
+            .last_check
+            .load(std::sync::atomic::Ordering::Relaxed);
         if now - last < 1_000
             || self
                 .inner
                 .freshness
                 .last_check
-                .compare_exchange(last, now, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed)
+                .compare_exchange(
+                    last,
+                    now,
+                    std::sync::atomic::Ordering::AcqRel,
+                    std::sync::atomic::Ordering::Relaxed,
+                )
                 .is_err()
         {
             return;

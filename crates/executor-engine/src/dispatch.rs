@@ -19,13 +19,16 @@ use crate::mcp_plugin::{self, ResolvedTarget};
 /// Arguments shown in an approval are cut to this many characters.
 const APPROVAL_ARGS_PREVIEW: usize = 4_000;
 
+/// A connection resolved once per execution, or why its calls cannot be made.
+type TargetSlot = OnceCell<Result<Arc<ResolvedTarget>, Box<ToolError>>>;
+
 /// State of one execution shared by its tool calls.
 pub(crate) struct ExecutionCtx {
     mcp: Mutex<Option<Arc<ExecutionScope>>>,
     auto_approve: bool,
     events: mpsc::UnboundedSender<ExecEvent>,
     /// Resolved connections, so that repeated calls skip the store and credential reads.
-    targets: Mutex<HashMap<ConnectionKey, Arc<OnceCell<Result<Arc<ResolvedTarget>, ToolError>>>>>,
+    targets: Mutex<HashMap<ConnectionKey, Arc<TargetSlot>>>,
 }
 
 impl ExecutionCtx {
@@ -97,13 +100,20 @@ fn resolve_path(path: &str) -> Option<ToolAddress> {
     }
 }
 
-async fn dispatch(inner: Arc<Inner>, ctx: Arc<ExecutionCtx>, path: String, args: Value) -> HostReply {
+async fn dispatch(
+    inner: Arc<Inner>,
+    ctx: Arc<ExecutionCtx>,
+    path: String,
+    args: Value,
+) -> HostReply {
     if let Some(reply) = crate::builtins::dispatch(&inner, &path, &args).await {
         return reply;
     }
     let Some(address) = resolve_path(&path) else {
         // Not an integration address: an unknown helper or static tool.
-        let engine = crate::Engine { inner: inner.clone() };
+        let engine = crate::Engine {
+            inner: inner.clone(),
+        };
         let leaf = path.rsplit('.').next().unwrap_or(&path);
         let suggestions = engine.suggestions(leaf, None).await;
         return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
@@ -131,7 +141,9 @@ async fn dispatch(inner: Arc<Inner>, ctx: Arc<ExecutionCtx>, path: String, args:
         }
         match answer.await {
             Ok((ResumeAction::Accept, _)) => {}
-            Ok((ResumeAction::Decline, _)) => return HostReply::Reject(declined(&path, "declined")),
+            Ok((ResumeAction::Decline, _)) => {
+                return HostReply::Reject(declined(&path, "declined"));
+            }
             Ok((ResumeAction::Cancel, _)) | Err(_) => {
                 return HostReply::Reject(declined(&path, "cancelled"));
             }
@@ -173,7 +185,9 @@ async fn invoke_mcp(
         .await;
     let resolved = match resolved {
         Ok(Ok(resolved)) => resolved.clone(),
-        Ok(Err(tool_error)) => return HostReply::Resolve(ToolOutcome::Err(tool_error.clone()).to_json()),
+        Ok(Err(tool_error)) => {
+            return HostReply::Resolve(ToolOutcome::Err((**tool_error).clone()).to_json());
+        }
         Err(cause) => return HostReply::Reject(internal_tool_error(&cause)),
     };
     let Some(scope) = ctx.mcp_scope() else {
@@ -229,10 +243,18 @@ fn approval_message(tool: &ToolRecord, address: &ToolAddress, args: &Value) -> S
         .and_then(Value::as_str)
         .map(str::to_owned)
         .unwrap_or_else(|| format!("Approve {address}?"));
-    let shown = if args.is_null() { json!({}) } else { args.clone() };
+    let shown = if args.is_null() {
+        json!({})
+    } else {
+        args.clone()
+    };
     let mut preview = serde_json::to_string_pretty(&shown).unwrap_or_default();
     if preview.chars().count() > APPROVAL_ARGS_PREVIEW {
-        preview = preview.chars().take(APPROVAL_ARGS_PREVIEW).collect::<String>() + "...";
+        preview = preview
+            .chars()
+            .take(APPROVAL_ARGS_PREVIEW)
+            .collect::<String>()
+            + "...";
     }
     format!("{head}\n\nArguments:\n{preview}")
 }
@@ -246,7 +268,9 @@ fn tool_not_found(path: &str, suggestions: Vec<String>) -> ToolOutcome {
     if !suggestions.is_empty() {
         details["suggestions"] = json!(suggestions);
     }
-    ToolOutcome::Err(ToolError::new("tool_not_found", format!("Tool not found: {path}")).with_details(details))
+    ToolOutcome::Err(
+        ToolError::new("tool_not_found", format!("Tool not found: {path}")).with_details(details),
+    )
 }
 
 /// Up to five tools of the same connection whose name or description mentions the leaf, else
@@ -261,11 +285,20 @@ async fn suggestions(inner: &Inner, address: &ToolAddress) -> Vec<String> {
     let Ok(tools) = inner.store.list_tools(&inner.scope, &filter).await else {
         return Vec::new();
     };
-    let leaf = address.tool.rsplit('.').next().unwrap_or(&address.tool).to_lowercase();
-    let path = |t: &executor_store::ToolSummary| format!("{}.{}.{}.{}", t.integration, t.owner, t.connection, t.name);
+    let leaf = address
+        .tool
+        .rsplit('.')
+        .next()
+        .unwrap_or(&address.tool)
+        .to_lowercase();
+    let path = |t: &executor_store::ToolSummary| {
+        format!("{}.{}.{}.{}", t.integration, t.owner, t.connection, t.name)
+    };
     let matching: Vec<String> = tools
         .iter()
-        .filter(|t| t.name.to_lowercase().contains(&leaf) || t.description.to_lowercase().contains(&leaf))
+        .filter(|t| {
+            t.name.to_lowercase().contains(&leaf) || t.description.to_lowercase().contains(&leaf)
+        })
         .take(5)
         .map(path)
         .collect();

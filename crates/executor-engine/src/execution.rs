@@ -8,9 +8,9 @@ use executor_core::{Completed, format_completed};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::Engine;
 use crate::dispatch::{ExecutionCtx, ExecutionHost};
 use crate::error::{EngineError, EngineResult};
-use crate::Engine;
 
 /// Settled outcomes remembered so that a repeated resume replays the same answer.
 const SETTLED_KEEP: usize = 64;
@@ -97,7 +97,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Engine {
     /// Runs `code`. `auto_approve` means the caller is the approver: gated calls run inline.
-    pub async fn execute(&self, code: String, auto_approve: bool) -> EngineResult<ExecutionOutcome> {
+    pub async fn execute(
+        &self,
+        code: String,
+        auto_approve: bool,
+    ) -> EngineResult<ExecutionOutcome> {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let ctx = Arc::new(ExecutionCtx::new(
             self.inner.mcp.scope(),
@@ -209,4 +213,3 @@ fn paused_view(id: &str, request: &PauseRequest) -> Paused {
         structured,
     }
 }
-

@@ -18,7 +18,8 @@ use executor_store::{Scope, Store};
 
 pub use builtins::STATIC_TOOL_CONNECTION;
 pub use catalog::{
-    BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, IntegrationView, ToolListFilter, ToolSchema,
+    BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, IntegrationView, ToolListFilter,
+    ToolSchema,
 };
 pub use error::{EngineError, EngineResult};
 pub use execution::{ExecutionOutcome, Paused, ResumeAction};

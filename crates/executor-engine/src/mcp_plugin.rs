@@ -43,7 +43,9 @@ impl McpConfig {
     }
 
     fn remote_transport(&self) -> RemoteTransport {
-        self.remote_transport.parse().unwrap_or(RemoteTransport::Auto)
+        self.remote_transport
+            .parse()
+            .unwrap_or(RemoteTransport::Auto)
     }
 
     fn target(&self) -> RemoteTarget {
@@ -60,7 +62,10 @@ impl McpConfig {
 #[derive(Debug, Clone)]
 pub enum McpAuthShorthand {
     None,
-    Header { header_name: String, prefix: Option<String> },
+    Header {
+        header_name: String,
+        prefix: Option<String>,
+    },
     Oauth2,
 }
 
@@ -107,7 +112,11 @@ fn default_slug(name: &str, endpoint: &str) -> String {
         return from_name;
     }
     let host = url_host(endpoint).map(|h| slugify(&h)).unwrap_or_default();
-    if host.is_empty() { "mcp".to_owned() } else { host }
+    if host.is_empty() {
+        "mcp".to_owned()
+    } else {
+        host
+    }
 }
 
 fn url_host(endpoint: &str) -> Option<String> {
@@ -119,18 +128,29 @@ fn url_host(endpoint: &str) -> Option<String> {
 
 fn connect_error(e: McpError) -> EngineError {
     match e {
-        McpError::Connect { transport, message, http_status } => EngineError::McpConnection {
+        McpError::Connect {
+            transport,
+            message,
+            http_status,
+        } => EngineError::McpConnection {
             transport,
             message,
             http_status,
         },
-        McpError::ListTools { message, http_status } => EngineError::McpToolDiscovery {
+        McpError::ListTools {
+            message,
+            http_status,
+        } => EngineError::McpToolDiscovery {
             stage: "list_tools",
             message,
             http_status,
         },
         McpError::Timeout { stage } => EngineError::McpToolDiscovery {
-            stage: if stage == "list_tools" { "list_tools" } else { "connect" },
+            stage: if stage == "list_tools" {
+                "list_tools"
+            } else {
+                "connect"
+            },
             message: format!("The MCP server did not answer in time ({stage})."),
             http_status: None,
         },
@@ -143,7 +163,13 @@ fn connect_error(e: McpError) -> EngineError {
 }
 
 fn is_auth_wall(e: &McpError) -> bool {
-    matches!(e, McpError::Connect { http_status: Some(401 | 403), .. })
+    matches!(
+        e,
+        McpError::Connect {
+            http_status: Some(401 | 403),
+            ..
+        }
+    )
 }
 
 fn validate_endpoint(endpoint: &str) -> EngineResult<()> {
@@ -211,18 +237,34 @@ impl Engine {
     /// does not (an auth wall counts as answering: credentials come with a connection).
     pub async fn add_mcp_server(&self, input: AddMcpServer) -> EngineResult<String> {
         validate_endpoint(&input.endpoint)?;
-        let slug = match input.slug.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        let slug = match input
+            .slug
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             Some(s) => s.to_owned(),
             None => default_slug(&input.name, &input.endpoint),
         };
         if slug == crate::BUILTIN_INTEGRATION
-            || self.inner.store.get_integration(&self.inner.scope, &slug).await?.is_some()
+            || self
+                .inner
+                .store
+                .get_integration(&self.inner.scope, &slug)
+                .await?
+                .is_some()
         {
             return Err(EngineError::IntegrationAlreadyExists { slug });
         }
         let authentication_template = match (input.authentication_template, input.auth) {
             (Some(methods), _) if !methods.is_empty() => methods,
-            (_, Some(McpAuthShorthand::Header { header_name, prefix })) => vec![AuthMethod::Apikey {
+            (
+                _,
+                Some(McpAuthShorthand::Header {
+                    header_name,
+                    prefix,
+                }),
+            ) => vec![AuthMethod::Apikey {
                 slug: "header".to_owned(),
                 label: None,
                 placements: vec![Placement {
@@ -252,20 +294,35 @@ impl Engine {
             Err(e) => return Err(connect_error(e)),
         }
         let now = now_ms();
-        let name = if input.name.trim().is_empty() { slug.clone() } else { input.name.trim().to_owned() };
+        let name = if input.name.trim().is_empty() {
+            slug.clone()
+        } else {
+            input.name.trim().to_owned()
+        };
         let record = IntegrationRecord {
             slug: slug.clone(),
             plugin_id: PLUGIN_ID.to_owned(),
-            description: Some(input.description.filter(|d| !d.is_empty()).unwrap_or_else(|| name.clone())),
+            description: Some(
+                input
+                    .description
+                    .filter(|d| !d.is_empty())
+                    .unwrap_or_else(|| name.clone()),
+            ),
             name: Some(name),
-            config: serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?,
+            config: serde_json::to_value(&config)
+                .map_err(|e| EngineError::Internal(e.to_string()))?,
             can_remove: true,
             can_refresh: true,
             config_revised_at: Some(now),
             created_at: now,
             updated_at: now,
         };
-        match self.inner.store.insert_integration(&self.inner.scope, &record).await {
+        match self
+            .inner
+            .store
+            .insert_integration(&self.inner.scope, &record)
+            .await
+        {
             Ok(()) => {
                 self.catalog_changed();
                 Ok(slug)
@@ -277,7 +334,12 @@ impl Engine {
 
     /// `None` when the slug is unknown or not an MCP integration.
     pub async fn get_mcp_server(&self, slug: &str) -> EngineResult<Option<McpServerView>> {
-        let Some(record) = self.inner.store.get_integration(&self.inner.scope, slug).await? else {
+        let Some(record) = self
+            .inner
+            .store
+            .get_integration(&self.inner.scope, slug)
+            .await?
+        else {
             return Ok(None);
         };
         if record.plugin_id != PLUGIN_ID {
@@ -307,9 +369,12 @@ pub(crate) async fn resolve_target(
     inner: &Inner,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
-) -> EngineResult<Result<ResolvedTarget, ToolError>> {
+) -> EngineResult<Result<ResolvedTarget, Box<ToolError>>> {
     let config = McpConfig::from_value(&integration.config).ok_or_else(|| {
-        EngineError::Internal(format!("integration {} has no valid MCP config", integration.slug))
+        EngineError::Internal(format!(
+            "integration {} has no valid MCP config",
+            integration.slug
+        ))
     })?;
     let connection = inner
         .store
@@ -330,7 +395,7 @@ pub(crate) async fn resolve_target(
             .filter(|v| !values.contains_key(v))
             .collect();
         if !missing.is_empty() {
-            return Ok(Err(ToolError::new(
+            return Ok(Err(Box::new(ToolError::new(
                 "connection_value_missing",
                 format!(
                     "Connection {} has no value for {}.",
@@ -343,14 +408,17 @@ pub(crate) async fn resolve_target(
                 "category": "authentication",
                 "integration": key.integration,
                 "recovery": "Re-create the connection with its credential (executor.coreTools.connections.createHandoff).",
-            }))));
+            })))));
         }
         let rendered = render(method, &values);
         target.headers.extend(rendered.headers);
         target.query.extend(rendered.query);
     }
     let session = SessionKey::new(&target, &connection.template, &values, session_label(key));
-    Ok(Ok(ResolvedTarget { target, key: session }))
+    Ok(Ok(ResolvedTarget {
+        target,
+        key: session,
+    }))
 }
 
 /// Lists the server's tools with the connection's credentials.
@@ -392,7 +460,8 @@ pub(crate) fn watch_list_changed(inner: &Arc<Inner>) {
     inner.mcp.on_list_changed(Arc::new(move |label: &str| {
         let Some(inner) = weak.upgrade() else { return };
         let mut parts = label.splitn(3, '/');
-        let (Some(integration), Some(owner), Some(name)) = (parts.next(), parts.next(), parts.next())
+        let (Some(integration), Some(owner), Some(name)) =
+            (parts.next(), parts.next(), parts.next())
         else {
             return;
         };

@@ -6,16 +6,40 @@ use std::time::{Duration, Instant};
 
 use executor_core::Owner;
 use executor_engine::{Engine, EngineConfig, ExecutionOutcome};
-use executor_store::{ConnectionKey, ConnectionRecord, IntegrationRecord, Scope, SqliteStore, Store, ToolRecord};
+use executor_store::{
+    ConnectionKey, ConnectionRecord, IntegrationRecord, Scope, SqliteStore, Store, ToolRecord,
+};
 use serde_json::{Value, json};
 
 const INTEGRATIONS: [&str; 10] = [
-    "github", "stripe", "linear", "slack", "notion", "jira", "vercel", "sentry", "datadog", "hubspot",
+    "github", "stripe", "linear", "slack", "notion", "jira", "vercel", "sentry", "datadog",
+    "hubspot",
 ];
 const RESOURCES: [&str; 25] = [
-    "repos", "issues", "pulls", "comments", "releases", "deployments", "customers", "invoices",
-    "charges", "projects", "teams", "users", "channels", "messages", "pages", "databases",
-    "boards", "sprints", "domains", "alerts", "monitors", "dashboards", "contacts", "deals",
+    "repos",
+    "issues",
+    "pulls",
+    "comments",
+    "releases",
+    "deployments",
+    "customers",
+    "invoices",
+    "charges",
+    "projects",
+    "teams",
+    "users",
+    "channels",
+    "messages",
+    "pages",
+    "databases",
+    "boards",
+    "sprints",
+    "domains",
+    "alerts",
+    "monitors",
+    "dashboards",
+    "contacts",
+    "deals",
     "webhooks",
 ];
 const VERBS: [&str; 20] = [
@@ -92,9 +116,16 @@ async fn seeded_engine() -> (Engine, tempfile::TempDir) {
             })
             .collect();
         assert_eq!(tools.len(), 500);
-        store.replace_tools(&scope, &key, &tools, &serde_json::Map::new()).await.unwrap();
+        store
+            .replace_tools(&scope, &key, &tools, &serde_json::Map::new())
+            .await
+            .unwrap();
     }
-    let engine = Engine::new(store, scope, EngineConfig::with_js_timeout(Duration::from_secs(10)));
+    let engine = Engine::new(
+        store,
+        scope,
+        EngineConfig::with_js_timeout(Duration::from_secs(10)),
+    );
     (engine, dir)
 }
 
@@ -112,52 +143,114 @@ async fn run(engine: &Engine, code: &str) -> Value {
 async fn search_describe_and_list_on_a_5000_tool_catalog() {
     let (engine, _dir) = seeded_engine().await;
 
-    let found = run(&engine, "return await tools.search({ query: 'stripe invoices create' })").await;
-    assert_eq!(found["items"][0]["path"], "stripe.org.main.invoices.create", "{found:#}");
+    let found = run(
+        &engine,
+        "return await tools.search({ query: 'stripe invoices create' })",
+    )
+    .await;
+    assert_eq!(
+        found["items"][0]["path"], "stripe.org.main.invoices.create",
+        "{found:#}"
+    );
     assert!(found["total"].as_u64().unwrap() >= 1);
 
-    let namespaced = run(&engine, "return await tools.search({ query: 'deals delete', namespace: 'hubspot', limit: 3 })").await;
-    assert_eq!(namespaced["items"][0]["path"], "hubspot.org.main.deals.delete", "{namespaced:#}");
-    assert!(namespaced["items"].as_array().unwrap().iter().all(|i| i["integration"] == "hubspot"));
+    let namespaced = run(
+        &engine,
+        "return await tools.search({ query: 'deals delete', namespace: 'hubspot', limit: 3 })",
+    )
+    .await;
+    assert_eq!(
+        namespaced["items"][0]["path"], "hubspot.org.main.deals.delete",
+        "{namespaced:#}"
+    );
+    assert!(
+        namespaced["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["integration"] == "hubspot")
+    );
 
     // Empty query with a namespace enumerates the whole integration, path-sorted.
-    let all = run(&engine, "return await tools.search({ query: '', namespace: 'linear', limit: 1000 })").await;
+    let all = run(
+        &engine,
+        "return await tools.search({ query: '', namespace: 'linear', limit: 1000 })",
+    )
+    .await;
     assert_eq!(all["total"], 500, "{}", all["total"]);
-    let paths: Vec<&str> = all["items"].as_array().unwrap().iter().map(|i| i["path"].as_str().unwrap()).collect();
+    let paths: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
     let mut sorted = paths.clone();
     sorted.sort();
     assert_eq!(paths, sorted);
 
-    let described = run(&engine, "return await tools.describe.tool({ path: 'github.org.main.issues.create' })").await;
+    let described = run(
+        &engine,
+        "return await tools.describe.tool({ path: 'github.org.main.issues.create' })",
+    )
+    .await;
     assert_eq!(described["name"], "issues.create");
     let input = described["inputTypeScript"].as_str().unwrap();
     assert!(input.contains("id: string"), "{input}");
     assert!(input.contains("limit?: number"), "{input}");
-    assert!(described["typeScriptDefinitions"]["ToolError"].is_string(), "{described:#}");
+    assert!(
+        described["typeScriptDefinitions"]["ToolError"].is_string(),
+        "{described:#}"
+    );
 
-    let missing = run(&engine, "return await tools.describe.tool({ path: 'github.org.main.issues.craete' })").await;
+    let missing = run(
+        &engine,
+        "return await tools.describe.tool({ path: 'github.org.main.issues.craete' })",
+    )
+    .await;
     assert_eq!(missing["error"]["code"], "tool_not_found", "{missing:#}");
 
-    let listed = run(&engine, "return await tools.executor.integrations.list({ limit: 50 })").await;
+    let listed = run(
+        &engine,
+        "return await tools.executor.integrations.list({ limit: 50 })",
+    )
+    .await;
     let items = listed["items"].as_array().unwrap();
-    assert_eq!(items.len(), 11, "ten integrations and the built-in: {listed:#}");
+    assert_eq!(
+        items.len(),
+        11,
+        "ten integrations and the built-in: {listed:#}"
+    );
     let github = items.iter().find(|i| i["id"] == "github").unwrap();
     assert_eq!(github["toolCount"], 500);
 
     // A typo in a call answers with suggestions from the same connection.
-    let call = run(&engine, "return await tools.github.org.main.issues.craete({ id: '1' })").await;
+    let call = run(
+        &engine,
+        "return await tools.github.org.main.issues.craete({ id: '1' })",
+    )
+    .await;
     assert_eq!(call["ok"], false);
     assert_eq!(call["error"]["code"], "tool_not_found");
     let suggestions = call["error"]["details"]["suggestions"].as_array().unwrap();
     assert!(!suggestions.is_empty(), "{call:#}");
 
     // Search latency on the built index (printed for BENCHMARKS.md, bounded loosely).
-    let index_queries = ["repos list", "create invoice", "slack channels archive", "merge pulls", "alerts"];
+    let index_queries = [
+        "repos list",
+        "create invoice",
+        "slack channels archive",
+        "merge pulls",
+        "alerts",
+    ];
     let mut samples = Vec::new();
     for i in 0..200 {
         let q = index_queries[i % index_queries.len()];
         let t = Instant::now();
-        run(&engine, &format!("return (await tools.search({{ query: '{q}' }})).total")).await;
+        run(
+            &engine,
+            &format!("return (await tools.search({{ query: '{q}' }})).total"),
+        )
+        .await;
         samples.push(t.elapsed());
     }
     samples.sort();

@@ -291,6 +291,11 @@ async fn bind() -> (tokio::net::TcpListener, SocketAddr) {
 }
 
 fn spawn_server(listener: tokio::net::TcpListener, router: Router, cancel: CancellationToken) {
+    use axum::serve::ListenerExt;
+    // Like any well-behaved MCP server: small SSE writes must not wait on Nagle.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move {
         let _ = axum::serve(listener, router)
             .with_graceful_shutdown(async move { cancel.cancelled_owned().await })

@@ -54,11 +54,18 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::CONFLICT,
             json!({"_tag": "IntegrationRemovalNotAllowedError", "slug": slug}),
         ),
-        E::ConnectionNotFound { owner, integration, name } => (
+        E::ConnectionNotFound {
+            owner,
+            integration,
+            name,
+        } => (
             StatusCode::NOT_FOUND,
             json!({"_tag": "ConnectionNotFoundError", "owner": owner.as_str(), "integration": integration, "name": name}),
         ),
-        E::ToolNotFound { address, suggestions } => {
+        E::ToolNotFound {
+            address,
+            suggestions,
+        } => {
             let mut body = json!({"_tag": "ToolNotFoundError", "address": address});
             if !suggestions.is_empty() {
                 body["suggestions"] = json!(suggestions);
@@ -81,15 +88,25 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::BAD_REQUEST,
             json!({"_tag": "HttpApiSchemaError", "message": message}),
         ),
-        E::McpConnection { transport, message, http_status } => {
-            let mut body = json!({"_tag": "McpConnectionError", "transport": transport, "message": message});
+        E::McpConnection {
+            transport,
+            message,
+            http_status,
+        } => {
+            let mut body =
+                json!({"_tag": "McpConnectionError", "transport": transport, "message": message});
             if let Some(s) = http_status {
                 body["httpStatus"] = json!(s);
             }
             (StatusCode::BAD_REQUEST, body)
         }
-        E::McpToolDiscovery { stage, message, http_status } => {
-            let mut body = json!({"_tag": "McpToolDiscoveryError", "stage": stage, "message": message});
+        E::McpToolDiscovery {
+            stage,
+            message,
+            http_status,
+        } => {
+            let mut body =
+                json!({"_tag": "McpToolDiscoveryError", "stage": stage, "message": message});
             if let Some(s) = http_status {
                 body["httpStatus"] = json!(s);
             }

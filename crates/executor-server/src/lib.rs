@@ -3,6 +3,7 @@
 //! into `_tag`ged bodies.
 
 mod error;
+pub mod mcp;
 mod routes;
 mod wire;
 
@@ -18,9 +19,22 @@ pub use error::ApiError;
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
-/// The whole application: `/api` routes and their middleware.
+/// Options of the HTTP surface beyond the engine.
+#[derive(Debug, Clone, Default)]
+pub struct ServeConfig {
+    /// `Host` values accepted on `/mcp` besides loopback (`host` or `host:port`); browser
+    /// `Origin`s on those hosts are accepted too. Anything else gets 403 (DNS rebinding).
+    pub allowed_hosts: Vec<String>,
+}
+
+/// The whole application: `/api` routes and their middleware, `/mcp` and `/resume/:id`.
 pub fn app(engine: Engine) -> Router {
-    routes::router(engine)
+    app_with(engine, &ServeConfig::default(), CancellationToken::new())
+}
+
+/// [`app`] with options; MCP sessions end when `shutdown` is cancelled.
+pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToken) -> Router {
+    routes::router(engine.clone()).merge(mcp::router(engine, &config.allowed_hosts, shutdown))
 }
 
 /// Serves until `shutdown` is cancelled, then lets in-flight requests finish for at most
@@ -31,22 +45,37 @@ pub async fn serve(
     shutdown: CancellationToken,
     drain: Duration,
 ) -> std::io::Result<()> {
+    serve_with(listener, engine, ServeConfig::default(), shutdown, drain).await
+}
+
+/// [`serve`] with options.
+pub async fn serve_with(
+    listener: TcpListener,
+    engine: Engine,
+    config: ServeConfig,
+    shutdown: CancellationToken,
+    drain: Duration,
+) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
     });
-    let app = app(engine);
+    let app = app_with(engine, &config, shutdown.child_token());
     let signal = shutdown.clone();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move { signal.cancelled().await });
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(async move { signal.cancelled().await });
     let server = tokio::spawn(async move { server.await });
     shutdown.cancelled().await;
     match tokio::time::timeout(drain, server).await {
         Ok(Ok(result)) => result,
         Ok(Err(join)) => Err(std::io::Error::other(join)),
         Err(_) => {
-            tracing::warn!(?drain, "in-flight requests did not finish in time; closing them");
+            tracing::warn!(
+                ?drain,
+                "in-flight requests did not finish in time; closing them"
+            );
             Ok(())
         }
     }

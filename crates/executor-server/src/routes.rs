@@ -28,18 +28,31 @@ pub(crate) fn router(engine: Engine) -> Router {
         .route("/health", get(health))
         .route("/mcp/probe", post(probe_mcp))
         .route("/mcp/servers", post(add_mcp_server))
-        .route("/mcp/servers/{slug}", get(get_mcp_server).delete(remove_mcp_server))
+        .route(
+            "/mcp/servers/{slug}",
+            get(get_mcp_server).delete(remove_mcp_server),
+        )
         .route("/integrations", get(list_integrations))
         .route(
             "/integrations/{slug}",
-            get(get_integration).patch(patch_integration).delete(remove_integration),
+            get(get_integration)
+                .patch(patch_integration)
+                .delete(remove_integration),
         )
-        .route("/connections", get(list_connections).post(create_connection))
+        .route(
+            "/connections",
+            get(list_connections).post(create_connection),
+        )
         .route(
             "/connections/{owner}/{integration}/{name}",
-            get(get_connection).patch(patch_connection).delete(remove_connection),
+            get(get_connection)
+                .patch(patch_connection)
+                .delete(remove_connection),
         )
-        .route("/connections/{owner}/{integration}/{name}/refresh", post(refresh_connection))
+        .route(
+            "/connections/{owner}/{integration}/{name}/refresh",
+            post(refresh_connection),
+        )
         .route("/tools", get(list_tools))
         .route("/tools/schema", get(tool_schema))
         .route("/executions", post(execute))
@@ -51,10 +64,12 @@ pub(crate) fn router(engine: Engine) -> Router {
         .nest("/api", api)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
-        .layer(CatchPanicLayer::custom(|_panic: Box<dyn std::any::Any + Send>| {
-            let (status, body) = crate::error::internal("request handler panicked");
-            (status, Json(body)).into_response()
-        }))
+        .layer(CatchPanicLayer::custom(
+            |_panic: Box<dyn std::any::Any + Send>| {
+                let (status, body) = crate::error::internal("request handler panicked");
+                (status, Json(body)).into_response()
+            },
+        ))
 }
 
 /// JSON body whose rejections are the spec's `HttpApiSchemaError` (or 413 when too large).
@@ -96,8 +111,13 @@ async fn health() -> Response {
 
 // ---- MCP --------------------------------------------------------------------------------
 
-async fn probe_mcp(State(engine): State<Engine>, ApiJson(body): ApiJson<wire::ProbeBody>) -> ApiResult {
-    let probe = engine.probe_mcp(body.endpoint.trim(), body.headers, body.query_params).await?;
+async fn probe_mcp(
+    State(engine): State<Engine>,
+    ApiJson(body): ApiJson<wire::ProbeBody>,
+) -> ApiResult {
+    let probe = engine
+        .probe_mcp(body.endpoint.trim(), body.headers, body.query_params)
+        .await?;
     ok(wire::probe(&probe))
 }
 
@@ -136,9 +156,13 @@ async fn add_mcp_server(
     };
     let auth = body.auth.map(|a| match a {
         wire::AuthShorthandBody::None => McpAuthShorthand::None,
-        wire::AuthShorthandBody::Header { header_name, prefix } => {
-            McpAuthShorthand::Header { header_name, prefix }
-        }
+        wire::AuthShorthandBody::Header {
+            header_name,
+            prefix,
+        } => McpAuthShorthand::Header {
+            header_name,
+            prefix,
+        },
         wire::AuthShorthandBody::Oauth2 => McpAuthShorthand::Oauth2,
     });
     let slug = engine
@@ -183,7 +207,9 @@ async fn patch_integration(
     Path(slug): Path<String>,
     ApiJson(body): ApiJson<wire::PatchIntegrationBody>,
 ) -> ApiResult {
-    let updated = engine.update_integration(&slug, body.name, body.description).await?;
+    let updated = engine
+        .update_integration(&slug, body.name, body.description)
+        .await?;
     ok(wire::integration(&updated))
 }
 
@@ -217,7 +243,11 @@ async fn create_connection(
             provider: f.provider,
             id: f.id,
         },
-        _ => return Err(ApiError::schema("Expected exactly one credential origin: value, values or from.")),
+        _ => {
+            return Err(ApiError::schema(
+                "Expected exactly one credential origin: value, values or from.",
+            ));
+        }
     };
     let created = engine
         .create_connection(ConnectionInput {
@@ -233,7 +263,11 @@ async fn create_connection(
     ok(wire::connection(&created))
 }
 
-fn connection_key(owner_raw: &str, integration: String, name: String) -> Result<ConnectionKey, ApiError> {
+fn connection_key(
+    owner_raw: &str,
+    integration: String,
+    name: String,
+) -> Result<ConnectionKey, ApiError> {
     Ok(ConnectionKey {
         owner: owner(owner_raw)?,
         integration,
@@ -276,7 +310,9 @@ async fn refresh_connection(
 ) -> ApiResult {
     let key = connection_key(&owner, integration, name)?;
     let tools = engine.refresh_connection(&key).await?;
-    ok(Value::Array(tools.iter().map(wire::refreshed_tool).collect()))
+    ok(Value::Array(
+        tools.iter().map(wire::refreshed_tool).collect(),
+    ))
 }
 
 // ---- tools ------------------------------------------------------------------------------
@@ -293,7 +329,12 @@ async fn list_tools(
     };
     let include_annotations = query.get("includeAnnotations").map(String::as_str) != Some("false");
     let tools = engine.list_tools(&filter).await?;
-    ok(Value::Array(tools.iter().map(|t| wire::tool(t, include_annotations)).collect()))
+    ok(Value::Array(
+        tools
+            .iter()
+            .map(|t| wire::tool(t, include_annotations))
+            .collect(),
+    ))
 }
 
 async fn tool_schema(
@@ -310,7 +351,10 @@ async fn tool_schema(
 
 // ---- executions -------------------------------------------------------------------------
 
-async fn execute(State(engine): State<Engine>, ApiJson(body): ApiJson<wire::ExecuteBody>) -> ApiResult {
+async fn execute(
+    State(engine): State<Engine>,
+    ApiJson(body): ApiJson<wire::ExecuteBody>,
+) -> ApiResult {
     let outcome = engine.execute(body.code, body.auto_approve).await?;
     ok(wire::outcome(&outcome))
 }

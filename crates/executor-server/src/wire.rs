@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use executor_core::Completed;
-use executor_core::auth::{AuthMethod, Carrier};
 use executor_core::address::connection_address;
+use executor_core::auth::{AuthMethod, Carrier};
 use executor_engine::{
     BUILTIN_INTEGRATION, ExecutionOutcome, IntegrationView, McpServerView, Paused, ProbeView,
     STATIC_TOOL_CONNECTION, ToolSchema,
@@ -31,9 +31,15 @@ pub(crate) fn integration(view: &IntegrationView) -> Value {
 
 fn auth_method(method: &AuthMethod) -> Value {
     match method {
-        AuthMethod::None { slug } => json!({"id": slug, "label": method.label(), "kind": "none", "template": slug}),
-        AuthMethod::Oauth2 { slug } => json!({"id": slug, "label": method.label(), "kind": "oauth", "template": slug}),
-        AuthMethod::Apikey { slug, placements, .. } => {
+        AuthMethod::None { slug } => {
+            json!({"id": slug, "label": method.label(), "kind": "none", "template": slug})
+        }
+        AuthMethod::Oauth2 { slug } => {
+            json!({"id": slug, "label": method.label(), "kind": "oauth", "template": slug})
+        }
+        AuthMethod::Apikey {
+            slug, placements, ..
+        } => {
             let placements: Vec<Value> = placements
                 .iter()
                 .map(|p| {
@@ -84,7 +90,13 @@ fn tool_address(t: &ToolSummary) -> String {
     if is_static(t) {
         format!("{BUILTIN_INTEGRATION}.{}", t.name)
     } else {
-        format!("tools.{}.{}.{}.{}", t.integration, t.owner.as_str(), t.connection, t.name)
+        format!(
+            "tools.{}.{}.{}.{}",
+            t.integration,
+            t.owner.as_str(),
+            t.connection,
+            t.name
+        )
     }
 }
 

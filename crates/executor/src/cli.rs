@@ -9,7 +9,11 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "executor", version, about = "The integration layer for AI agents")]
+#[command(
+    name = "executor",
+    version,
+    about = "The integration layer for AI agents"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -22,6 +26,47 @@ enum Command {
     /// Manage the background server.
     #[command(subcommand)]
     Daemon(DaemonCommand),
+    /// Serve MCP over stdin/stdout: bridges to the running server of this data directory, or
+    /// serves from the data directory itself when none runs.
+    Mcp(McpFlags),
+}
+
+#[derive(Args, Clone)]
+struct McpFlags {
+    /// How approvals reach a person: `model` (the agent asks and calls `resume`), `native`
+    /// (forwarded to the MCP client as elicitations) or `browser` (an approval page; needs a
+    /// running server).
+    #[arg(long, default_value = "model")]
+    elicitation_mode: String,
+    /// JS-time budget of one execution when serving from the data directory itself.
+    #[arg(long, env = "EXECUTOR_EXECUTION_TIMEOUT", default_value = "5m")]
+    execution_timeout: String,
+}
+
+/// Validated settings of `executor mcp`.
+pub(crate) struct McpSettings {
+    pub(crate) data_dir: PathBuf,
+    pub(crate) scope_dir: PathBuf,
+    pub(crate) execution_timeout: Duration,
+    pub(crate) elicitation_mode: executor_server::mcp::ElicitationMode,
+}
+
+impl McpFlags {
+    fn settings(&self) -> anyhow::Result<McpSettings> {
+        let elicitation_mode = executor_server::mcp::ElicitationMode::parse(&self.elicitation_mode)
+            .with_context(|| {
+                format!(
+                    "--elicitation-mode must be model, native or browser, got {:?}",
+                    self.elicitation_mode
+                )
+            })?;
+        Ok(McpSettings {
+            data_dir: data_dir()?,
+            scope_dir: scope_dir()?,
+            execution_timeout: execution_timeout(&self.execution_timeout)?,
+            elicitation_mode,
+        })
+    }
 }
 
 #[derive(Subcommand)]
@@ -44,6 +89,10 @@ struct ServeFlags {
     /// Stay in the foreground (the default for `web`).
     #[arg(long)]
     foreground: bool,
+    /// Another `Host` (`name` or `name:port`) accepted on `/mcp` besides loopback; repeatable.
+    /// Requests with any other Host or browser Origin get 403 (DNS-rebinding protection).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
 }
 
 /// Everything the server needs, validated.
@@ -52,6 +101,7 @@ pub(crate) struct Settings {
     pub(crate) data_dir: PathBuf,
     pub(crate) scope_dir: PathBuf,
     pub(crate) execution_timeout: Duration,
+    pub(crate) allowed_hosts: Vec<String>,
 }
 
 impl ServeFlags {
@@ -62,20 +112,29 @@ impl ServeFlags {
                 .parse()
                 .with_context(|| format!("--hostname {other:?} is not an IP address"))?,
         };
-        let execution_timeout = parse_duration(&self.execution_timeout)
-            .with_context(|| format!("invalid execution timeout {:?}", self.execution_timeout))?;
-        if execution_timeout < Duration::from_millis(100) {
-            bail!("the execution timeout must be at least 100ms");
-        }
         Ok(Settings {
             bind: (host, self.port),
             data_dir: data_dir()?,
-            scope_dir: match std::env::var_os("EXECUTOR_SCOPE_DIR") {
-                Some(dir) => PathBuf::from(dir),
-                None => std::env::current_dir().context("reading the current directory")?,
-            },
-            execution_timeout,
+            scope_dir: scope_dir()?,
+            execution_timeout: execution_timeout(&self.execution_timeout)?,
+            allowed_hosts: self.allowed_hosts.clone(),
         })
+    }
+}
+
+fn execution_timeout(raw: &str) -> anyhow::Result<Duration> {
+    let timeout =
+        parse_duration(raw).with_context(|| format!("invalid execution timeout {raw:?}"))?;
+    if timeout < Duration::from_millis(100) {
+        bail!("the execution timeout must be at least 100ms");
+    }
+    Ok(timeout)
+}
+
+fn scope_dir() -> anyhow::Result<PathBuf> {
+    match std::env::var_os("EXECUTOR_SCOPE_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => std::env::current_dir().context("reading the current directory"),
     }
 }
 
@@ -109,7 +168,10 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         Command::Daemon(DaemonCommand::Run(flags)) if flags.foreground => {
             crate::server::run(flags.settings()?)
         }
-        Command::Daemon(DaemonCommand::Run(flags)) => crate::server::spawn_background(flags.settings()?),
+        Command::Daemon(DaemonCommand::Run(flags)) => {
+            crate::server::spawn_background(flags.settings()?)
+        }
+        Command::Mcp(flags) => crate::mcp_stdio::run(flags.settings()?),
     }
 }
 

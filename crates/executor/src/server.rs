@@ -1,7 +1,7 @@
 //! Running the server: data directory, engine, HTTP listener, signals, graceful shutdown.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ pub(crate) fn run(settings: Settings) -> anyhow::Result<ExitCode> {
     runtime.block_on(serve(settings))
 }
 
-fn init_logging() {
+pub(crate) fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("EXECUTOR_LOG")
         .unwrap_or_else(|_| EnvFilter::new("warn,executor=info"));
@@ -52,56 +52,171 @@ fn local_scope(scope_dir: &Path) -> Scope {
     }
 }
 
-async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
-    let store = match SqliteStore::open(&settings.data_dir).await {
+/// The data directory opened by this process: the store (owner lock held) and its engine.
+pub(crate) struct Opened {
+    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) engine: Engine,
+}
+
+pub(crate) enum OpenError {
+    /// Another process owns the data directory.
+    Locked(StoreError),
+    Other(anyhow::Error),
+}
+
+/// Opens the data directory (taking the owner lock) and builds the engine over it. Must run
+/// inside the IO runtime.
+pub(crate) async fn open_engine(
+    data_dir: &Path,
+    scope_dir: &Path,
+    execution_timeout: Duration,
+) -> Result<Opened, OpenError> {
+    let store = match SqliteStore::open(data_dir).await {
         Ok(store) => Arc::new(store),
-        Err(e @ StoreError::Locked { .. }) => {
+        Err(e @ StoreError::Locked { .. }) => return Err(OpenError::Locked(e)),
+        Err(e) => {
+            return Err(OpenError::Other(anyhow::Error::new(e).context(format!(
+                "opening the data directory {}",
+                data_dir.display()
+            ))));
+        }
+    };
+    let engine = Engine::new(
+        store.clone(),
+        local_scope(scope_dir),
+        EngineConfig::with_js_timeout(execution_timeout),
+    );
+    Ok(Opened { store, engine })
+}
+
+impl Opened {
+    /// Drops paused executions, closes downstream sessions and the store.
+    pub(crate) async fn close(self) {
+        self.engine.shutdown().await;
+        drop(self.engine);
+        if let Ok(store) = Arc::try_unwrap(self.store) {
+            store.close().await;
+        }
+    }
+}
+
+/// Where a running server announces itself: `{pid, url}`.
+pub(crate) fn manifest_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("server-control").join("server.json")
+}
+
+/// Writes the manifest (mode 0600) atomically.
+fn write_manifest(data_dir: &Path, url: &str) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let path = manifest_path(data_dir);
+    let dir = path.parent().expect("manifest has a parent");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let tmp = dir.join(format!(".server.json.{}", std::process::id()));
+    let body = serde_json::json!({"pid": std::process::id(), "url": url});
+    {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(body.to_string().as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}
+
+/// Removes the manifest if it is still ours.
+fn remove_manifest(path: &Path) {
+    let ours = std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["pid"].as_u64() == Some(u64::from(std::process::id())));
+    if ours && let Err(e) = std::fs::remove_file(path) {
+        tracing::warn!(error = %e, path = %path.display(), "could not remove the server manifest");
+    }
+}
+
+/// The running server of a data directory, from its manifest: `(pid, url)`.
+pub(crate) fn read_manifest(data_dir: &Path) -> Option<(u32, String)> {
+    let bytes = std::fs::read(manifest_path(data_dir)).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let pid = u32::try_from(value["pid"].as_u64()?).ok()?;
+    Some((pid, value["url"].as_str()?.to_owned()))
+}
+
+async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
+    let opened = match open_engine(
+        &settings.data_dir,
+        &settings.scope_dir,
+        settings.execution_timeout,
+    )
+    .await
+    {
+        Ok(opened) => opened,
+        Err(OpenError::Locked(e)) => {
             eprintln!("executor: {e}");
             return Ok(ExitCode::from(3));
         }
+        Err(OpenError::Other(e)) => return Err(e),
+    };
+    let listener = match tokio::net::TcpListener::bind(SocketAddr::from(settings.bind)).await {
+        Ok(listener) => listener,
         Err(e) => {
-            return Err(e).with_context(|| {
-                format!("opening the data directory {}", settings.data_dir.display())
-            });
+            opened.close().await;
+            return Err(e)
+                .with_context(|| format!("binding {}:{}", settings.bind.0, settings.bind.1));
         }
     };
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from(settings.bind))
-        .await
-        .with_context(|| format!("binding {}:{}", settings.bind.0, settings.bind.1))?;
     let local = listener.local_addr().context("reading the bound address")?;
-    let engine = Engine::new(
-        store.clone(),
-        local_scope(&settings.scope_dir),
-        EngineConfig::with_js_timeout(settings.execution_timeout),
-    );
     let shutdown = CancellationToken::new();
-    let server = tokio::spawn(executor_server::serve(
+    let config = executor_server::ServeConfig {
+        allowed_hosts: settings.allowed_hosts.clone(),
+    };
+    let server = tokio::spawn(executor_server::serve_with(
         listener,
-        engine.clone(),
+        opened.engine.clone(),
+        config,
         shutdown.clone(),
         DRAIN,
     ));
-    let shown_host = if local.ip().is_loopback() { "127.0.0.1".to_owned() } else { local.ip().to_string() };
-    println!("Executor is running at http://{shown_host}:{}", local.port());
+    let shown_host = if local.ip().is_loopback() || local.ip().is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        local.ip().to_string()
+    };
+    let url = format!("http://{shown_host}:{}", local.port());
+    let manifest = match write_manifest(&settings.data_dir, &url) {
+        Ok(path) => Some(path),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not write the server manifest; `executor mcp` will not find this server");
+            None
+        }
+    };
+    println!("Executor is running at {url}");
     tracing::info!(data_dir = %settings.data_dir.display(), "ready");
 
     wait_for_signal().await;
     tracing::info!("shutting down");
+    if let Some(path) = &manifest {
+        remove_manifest(path);
+    }
     shutdown.cancel();
     match server.await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, "server ended with an error"),
         Err(e) => tracing::warn!(error = %e, "server task failed"),
     }
-    engine.shutdown().await;
-    drop(engine);
-    if let Ok(store) = Arc::try_unwrap(store) {
-        store.close().await;
-    }
+    opened.close().await;
     Ok(ExitCode::SUCCESS)
 }
 
-async fn wait_for_signal() {
+pub(crate) async fn wait_for_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = match signal(SignalKind::terminate()) {
         Ok(s) => s,
@@ -133,10 +248,23 @@ pub(crate) fn spawn_background(settings: Settings) -> anyhow::Result<ExitCode> {
     if port == 0 {
         anyhow::bail!("a background server needs a fixed --port");
     }
-    let mut child = std::process::Command::new(exe)
-        .args(["daemon", "run", "--foreground", "--port", &port.to_string(), "--hostname", &host.to_string()])
+    let mut command = std::process::Command::new(exe);
+    command
+        .args([
+            "daemon",
+            "run",
+            "--foreground",
+            "--port",
+            &port.to_string(),
+            "--hostname",
+            &host.to_string(),
+        ])
         .arg("--execution-timeout")
-        .arg(format!("{}ms", settings.execution_timeout.as_millis()))
+        .arg(format!("{}ms", settings.execution_timeout.as_millis()));
+    for allowed in &settings.allowed_hosts {
+        command.arg("--allowed-host").arg(allowed);
+    }
+    let mut child = command
         .env("EXECUTOR_DATA_DIR", &settings.data_dir)
         .env("EXECUTOR_SCOPE_DIR", &settings.scope_dir)
         .stdin(std::process::Stdio::null())
@@ -155,17 +283,24 @@ pub(crate) fn spawn_background(settings: Settings) -> anyhow::Result<ExitCode> {
             );
         }
         if health_ok(addr) {
-            println!("Executor is running at http://{host}:{port} (pid {})", child.id());
+            println!(
+                "Executor is running at http://{host}:{port} (pid {})",
+                child.id()
+            );
             return Ok(ExitCode::SUCCESS);
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    anyhow::bail!("the background server did not become ready; see {}", log_path.display())
+    anyhow::bail!(
+        "the background server did not become ready; see {}",
+        log_path.display()
+    )
 }
 
 fn health_ok(addr: SocketAddr) -> bool {
     use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+    else {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));

@@ -58,7 +58,10 @@ impl Harness {
         let response = request.send().await.unwrap();
         let status = response.status().as_u16();
         let text = response.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
@@ -93,7 +96,10 @@ impl Harness {
 
     async fn execute(&self, code: &str) -> Value {
         let (status, body) = self
-            .post("/api/executions", json!({"code": code, "autoApprove": true}))
+            .post(
+                "/api/executions",
+                json!({"code": code, "autoApprove": true}),
+            )
             .await;
         assert_eq!(status, 200, "{body}");
         body
@@ -118,23 +124,51 @@ async fn seed_journey_rides_one_downstream_session() {
     assert_eq!(executed["isError"], false, "{executed}");
     let text = executed["text"].as_str().unwrap();
     assert!(text.contains("selected:ws-e2e"), "{text}");
-    assert!(text.contains("workspace:ws-e2e"), "the second call must see the first call's state: {text}");
-    assert_eq!(fixture.ledger.session_ids().len(), 1, "{:#?}", fixture.requests());
+    assert!(
+        text.contains("workspace:ws-e2e"),
+        "the second call must see the first call's state: {text}"
+    );
+    assert_eq!(
+        fixture.ledger.session_ids().len(),
+        1,
+        "{:#?}",
+        fixture.requests()
+    );
     assert_eq!(fixture.ledger.initialize_count(), 1);
 
     // A second execution leases the pooled session: the state is still there, no new dial.
     fixture.clear_requests();
-    let again = h.execute("return (await tools.stateful.org.main.get_workspace({})).data.content[0].text").await;
+    let again = h
+        .execute("return (await tools.stateful.org.main.get_workspace({})).data.content[0].text")
+        .await;
     assert_eq!(again["text"], "workspace:ws-e2e", "{again}");
-    assert_eq!(fixture.ledger.initialize_count(), 0, "{:#?}", fixture.requests());
+    assert_eq!(
+        fixture.ledger.initialize_count(),
+        0,
+        "{:#?}",
+        fixture.requests()
+    );
 
     // Removing the connection and the integration closes the session with DELETE.
-    let (status, _) = h.call(reqwest::Method::DELETE, "/api/connections/org/stateful/main", None).await;
+    let (status, _) = h
+        .call(
+            reqwest::Method::DELETE,
+            "/api/connections/org/stateful/main",
+            None,
+        )
+        .await;
     assert_eq!(status, 200);
-    let (status, body) = h.call(reqwest::Method::DELETE, "/api/mcp/servers/stateful", None).await;
+    let (status, body) = h
+        .call(reqwest::Method::DELETE, "/api/mcp/servers/stateful", None)
+        .await;
     assert_eq!((status, body), (200, json!({"removed": true})));
     assert_eq!(h.engine.live_mcp_sessions(), 0);
-    assert_eq!(fixture.live_sessions().await, 0, "{:#?}", fixture.requests());
+    assert_eq!(
+        fixture.live_sessions().await,
+        0,
+        "{:#?}",
+        fixture.requests()
+    );
     assert!(!fixture.ledger.deleted_session_ids().is_empty());
     h.shutdown.cancel();
 }
@@ -166,11 +200,17 @@ async fn concurrent_calls_in_one_execution_share_the_session() {
     for i in [0, 2, 4] {
         assert_eq!(results[i], "workspace:ws-e2e", "{executed}");
     }
-    assert_eq!(fixture.ledger.session_ids().len(), 1, "{:#?}", fixture.requests());
+    assert_eq!(
+        fixture.ledger.session_ids().len(),
+        1,
+        "{:#?}",
+        fixture.requests()
+    );
     assert_eq!(fixture.ledger.initialize_count(), 1);
 
     // Concurrent executions each lease a session; afterwards at most one stays open upstream.
-    let runs = (0..6).map(|_| h.execute("return (await tools.stateful.org.main.slow({ ms: 30 })).ok"));
+    let runs =
+        (0..6).map(|_| h.execute("return (await tools.stateful.org.main.slow({ ms: 30 })).ok"));
     for run in futures::future::join_all(runs).await {
         assert_eq!(run["text"], "true", "{run}");
     }
@@ -189,11 +229,17 @@ async fn a_forgotten_session_is_redialled_once() {
 
     fixture.forget_sessions().await;
     fixture.clear_requests();
-    let second = h.execute("return (await tools.stateful.org.main.get_workspace({})).data.content[0].text").await;
+    let second = h
+        .execute("return (await tools.stateful.org.main.get_workspace({})).data.content[0].text")
+        .await;
     assert_eq!(second["isError"], false, "{second}");
     // The server forgot the state with the session; what matters is that the call went through.
     assert_eq!(second["text"], "no workspace selected", "{second}");
-    assert!(fixture.requests().iter().any(|r| r.status == 404), "{:#?}", fixture.requests());
+    assert!(
+        fixture.requests().iter().any(|r| r.status == 404),
+        "{:#?}",
+        fixture.requests()
+    );
     assert_eq!(fixture.ledger.initialize_count(), 1, "exactly one redial");
     h.shutdown.cancel();
 }
@@ -207,11 +253,20 @@ async fn shutdown_closes_every_downstream_session() {
         let run = h.execute(SEED_CODE).await;
         assert_eq!(run["isError"], false, "{run}");
     }
-    assert_eq!(fixture.live_sessions().await, 1, "one pooled session per identity");
+    assert_eq!(
+        fixture.live_sessions().await,
+        1,
+        "one pooled session per identity"
+    );
     h.shutdown.cancel();
     h.engine.shutdown().await;
     assert_eq!(h.engine.live_mcp_sessions(), 0);
-    assert_eq!(fixture.live_sessions().await, 0, "{:#?}", fixture.requests());
+    assert_eq!(
+        fixture.live_sessions().await,
+        0,
+        "{:#?}",
+        fixture.requests()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -228,29 +283,64 @@ async fn a_destructive_tool_pauses_until_approved() {
 
     let paused = h.execute_gated(code).await;
     assert_eq!(paused["status"], "paused", "{paused}");
-    let id = paused["structured"]["executionId"].as_str().unwrap().to_owned();
+    let id = paused["structured"]["executionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(id.starts_with("exec_"), "{id}");
     assert_eq!(paused["structured"]["status"], "waiting_for_interaction");
-    assert_eq!(paused["structured"]["interaction"]["address"], "tools.stateful.org.main.delete_everything");
+    assert_eq!(
+        paused["structured"]["interaction"]["address"],
+        "tools.stateful.org.main.delete_everything"
+    );
     let text = paused["text"].as_str().unwrap();
-    assert!(text.starts_with("Execution paused: Delete everything"), "{text}");
-    assert!(text.contains("\"really\": true"), "the approval shows the arguments: {text}");
+    assert!(
+        text.starts_with("Execution paused: Delete everything"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"really\": true"),
+        "the approval shows the arguments: {text}"
+    );
 
-    let (status, view) = h.call(reqwest::Method::GET, &format!("/api/executions/{id}"), None).await;
+    let (status, view) = h
+        .call(reqwest::Method::GET, &format!("/api/executions/{id}"), None)
+        .await;
     assert_eq!(status, 200, "{view}");
     assert_eq!(view["structured"]["executionId"], id.as_str());
 
-    let (status, done) = h.post(&format!("/api/executions/{id}/resume"), json!({"action": "accept"})).await;
+    let (status, done) = h
+        .post(
+            &format!("/api/executions/{id}/resume"),
+            json!({"action": "accept"}),
+        )
+        .await;
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(done["structured"]["result"], json!(["deleted", "workspace:ws-e2e"]), "{done}");
+    assert_eq!(
+        done["structured"]["result"],
+        json!(["deleted", "workspace:ws-e2e"]),
+        "{done}"
+    );
     // The approval wait did not cost the execution its downstream session.
-    assert_eq!(fixture.ledger.call_session_ids().len(), 1, "{:#?}", fixture.requests());
+    assert_eq!(
+        fixture.ledger.call_session_ids().len(),
+        1,
+        "{:#?}",
+        fixture.requests()
+    );
 
     // A repeated resume replays the recorded outcome; the pause itself is gone.
-    let (status, again) = h.post(&format!("/api/executions/{id}/resume"), json!({"action": "accept"})).await;
+    let (status, again) = h
+        .post(
+            &format!("/api/executions/{id}/resume"),
+            json!({"action": "accept"}),
+        )
+        .await;
     assert_eq!((status, &again), (200, &done));
-    let (status, gone) = h.call(reqwest::Method::GET, &format!("/api/executions/{id}"), None).await;
+    let (status, gone) = h
+        .call(reqwest::Method::GET, &format!("/api/executions/{id}"), None)
+        .await;
     assert_eq!(status, 404, "{gone}");
     assert_eq!(gone["_tag"], "ExecutionNotFoundError");
 
@@ -258,11 +348,22 @@ async fn a_destructive_tool_pauses_until_approved() {
     let paused = h
         .execute_gated("try { await tools.stateful.org.main.delete_everything({}); return 'ran'; } catch (e) { return String(e.message); }")
         .await;
-    let id = paused["structured"]["executionId"].as_str().unwrap().to_owned();
-    let (_, declined) = h.post(&format!("/api/executions/{id}/resume"), json!({"action": "decline"})).await;
+    let id = paused["structured"]["executionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, declined) = h
+        .post(
+            &format!("/api/executions/{id}/resume"),
+            json!({"action": "decline"}),
+        )
+        .await;
     assert_eq!(declined["status"], "completed", "{declined}");
     let message = declined["structured"]["result"].as_str().unwrap();
-    assert!(message.contains("requires approval but the request was declined"), "{message}");
+    assert!(
+        message.contains("requires approval but the request was declined"),
+        "{message}"
+    );
     h.shutdown.cancel();
 }
 
@@ -273,7 +374,12 @@ async fn a_spinning_script_does_not_stall_the_server() {
         let http = h.http.clone();
         let url = format!("{}/api/executions", h.base);
         tokio::spawn(async move {
-            let r = http.post(url).json(&json!({"code": "while (true) {}"})).send().await.unwrap();
+            let r = http
+                .post(url)
+                .json(&json!({"code": "while (true) {}"}))
+                .send()
+                .await
+                .unwrap();
             r.json::<Value>().await.unwrap()
         })
     };
@@ -290,10 +396,19 @@ async fn a_spinning_script_does_not_stall_the_server() {
     let other_took = t.elapsed();
     assert_eq!(other["text"], "2", "{other}");
     // Generous bounds for a loaded 2-core CI machine; a stalled server takes the full 2 s.
-    assert!(slowest < Duration::from_millis(500), "health took {slowest:?} while a script spun");
-    assert!(other_took < Duration::from_millis(1000), "another execution took {other_took:?}");
+    assert!(
+        slowest < Duration::from_millis(500),
+        "health took {slowest:?} while a script spun"
+    );
+    assert!(
+        other_took < Duration::from_millis(1000),
+        "another execution took {other_took:?}"
+    );
     let spun = spinning.await.unwrap();
     assert_eq!(spun["isError"], true, "{spun}");
-    assert!(spun["text"].as_str().unwrap().contains("timed out"), "{spun}");
+    assert!(
+        spun["text"].as_str().unwrap().contains("timed out"),
+        "{spun}"
+    );
     h.shutdown.cancel();
 }

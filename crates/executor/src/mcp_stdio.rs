@@ -1,0 +1,239 @@
+//! `executor mcp`: the agent MCP surface over stdin/stdout (stdout is the protocol; logs go to
+//! stderr).
+//!
+//! One writer per data directory: if no server runs, this process opens the data directory
+//! itself (owner lock) and serves from its own engine. If the lock is held, it reads the running
+//! server's manifest (`server-control/server.json`) and bridges to its `/mcp`: an rmcp stdio
+//! server whose handler forwards `tools/list` and `tools/call` to an rmcp streamable-HTTP client,
+//! and forwards `tools/list_changed` and elicitations back from it.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use executor_server::mcp::{ElicitationMode, ExecutorMcp, SERVER_NAME, SERVER_VERSION};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, RoleServer, ServerHandler, ServiceExt};
+
+use crate::cli::McpSettings;
+use crate::server::{OpenError, open_engine, read_manifest, wait_for_signal};
+
+/// How long to wait for a starting server's manifest when the data directory is locked.
+const MANIFEST_WAIT: Duration = Duration::from_secs(10);
+
+pub(crate) fn run(settings: McpSettings) -> anyhow::Result<ExitCode> {
+    crate::server::init_logging();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("executor-io")
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(serve(settings))
+}
+
+async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
+    match open_engine(
+        &settings.data_dir,
+        &settings.scope_dir,
+        settings.execution_timeout,
+    )
+    .await
+    {
+        Ok(opened) => {
+            let mut mode = settings.elicitation_mode;
+            if mode == ElicitationMode::Browser {
+                tracing::warn!(
+                    "browser approvals need a running server (`executor web`); using model mode"
+                );
+                mode = ElicitationMode::Model;
+            }
+            tracing::info!(data_dir = %settings.data_dir.display(), "serving MCP on stdio from the data directory");
+            let handler = ExecutorMcp::new(opened.engine.clone(), mode);
+            let result = serve_stdio(handler).await;
+            opened.close().await;
+            result
+        }
+        Err(OpenError::Locked(locked)) => {
+            let url = find_server(&settings.data_dir, &locked).await?;
+            tracing::info!(%url, "bridging MCP on stdio to the running server");
+            let endpoint = format!(
+                "{}/mcp?elicitation_mode={}",
+                url.trim_end_matches('/'),
+                settings.elicitation_mode.as_str()
+            );
+            serve_stdio(Bridge {
+                endpoint,
+                upstream: tokio::sync::OnceCell::new(),
+            })
+            .await
+        }
+        Err(OpenError::Other(e)) => Err(e),
+    }
+}
+
+/// Serves `handler` on stdin/stdout until the client hangs up or a signal arrives.
+async fn serve_stdio<H: ServerHandler>(handler: H) -> anyhow::Result<ExitCode> {
+    let running = match handler.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        Err(e) => {
+            // The client went away (or spoke no MCP) before initializing.
+            tracing::info!(error = %e, "stdio MCP session did not start");
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    let cancel = running.cancellation_token();
+    tokio::select! {
+        quit = running.waiting() => {
+            if let Err(e) = quit {
+                tracing::warn!(error = %e, "stdio MCP session ended with an error");
+            }
+        }
+        () = wait_for_signal() => cancel.cancel(),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The URL of the server that owns the data directory, from its manifest.
+async fn find_server(
+    data_dir: &std::path::Path,
+    locked: &executor_store::StoreError,
+) -> anyhow::Result<String> {
+    let deadline = tokio::time::Instant::now() + MANIFEST_WAIT;
+    loop {
+        if let Some((pid, url)) = read_manifest(data_dir) {
+            tracing::debug!(pid, %url, "found the running server");
+            return Ok(url);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            anyhow::bail!(
+                "{locked}; and no running server announced itself in {} (is another `executor mcp` serving this data directory?)",
+                crate::server::manifest_path(data_dir).display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The stdio side of the bridge. Connects upstream when the stdio client initializes, with the
+/// client's own capabilities, so elicitation support is passed through.
+struct Bridge {
+    endpoint: String,
+    upstream: tokio::sync::OnceCell<RunningService<RoleClient, Upstream>>,
+}
+
+impl Bridge {
+    fn upstream(&self) -> Result<Peer<RoleClient>, ErrorData> {
+        self.upstream
+            .get()
+            .map(|running| running.peer().clone())
+            .ok_or_else(|| ErrorData::internal_error("not initialized", None))
+    }
+}
+
+fn upstream_error(e: rmcp::ServiceError) -> ErrorData {
+    match e {
+        rmcp::ServiceError::McpError(error) => error,
+        other => ErrorData::internal_error(format!("executor server: {other}"), None),
+    }
+}
+
+impl ServerHandler for Bridge {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(SERVER_NAME, SERVER_VERSION))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let handler = Upstream {
+            downstream: context.peer.clone(),
+            capabilities: request.capabilities.clone(),
+            client_info: request.client_info.clone(),
+        };
+        let config = StreamableHttpClientTransportConfig::with_uri(self.endpoint.as_str())
+            .max_json_response_size(64 * 1024 * 1024)
+            .reinit_on_expired_session(true);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let running = handler.serve(transport).await.map_err(|e| {
+            tracing::error!(error = %e, endpoint = %self.endpoint, "cannot reach the executor server");
+            ErrorData::internal_error(
+                format!("cannot reach the executor server at {}: {e}", self.endpoint),
+                None,
+            )
+        })?;
+        if self.upstream.set(running).is_err() {
+            return Err(ErrorData::invalid_request("already initialized", None));
+        }
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.upstream()?
+            .list_tools(request)
+            .await
+            .map_err(upstream_error)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.upstream()?
+            .call_tool_once(request)
+            .await
+            .map_err(upstream_error)
+    }
+}
+
+/// The HTTP side of the bridge: passes notifications and elicitations back to the stdio client.
+#[derive(Clone)]
+struct Upstream {
+    downstream: Peer<RoleServer>,
+    capabilities: ClientCapabilities,
+    client_info: Implementation,
+}
+
+impl ClientHandler for Upstream {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(self.capabilities.clone(), self.client_info.clone())
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Err(e) = self.downstream.notify_tool_list_changed().await {
+            tracing::debug!(error = %e, "could not forward tools/list_changed");
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.downstream
+            .create_elicitation(request)
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("stdio client: {e}"), None))
+    }
+}

@@ -1,0 +1,650 @@
+//! The agent MCP surface at `/mcp`, driven by a real rmcp client over streamable HTTP against the
+//! real server (in process), with the session-stateful rmcp fixture as the downstream integration.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use executor_engine::{Engine, EngineConfig};
+use executor_mcp::testing::{StatefulMcpServer, serve_stateful};
+use executor_store::{Scope, SqliteStore};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+struct Harness {
+    base: String,
+    http: reqwest::Client,
+    engine: Engine,
+    shutdown: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl Harness {
+    async fn start() -> Self {
+        Self::start_with(Duration::from_secs(10)).await
+    }
+
+    async fn start_with(js_timeout: Duration) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
+        let engine = Engine::new(
+            store,
+            Scope::local("mcp-test"),
+            EngineConfig::with_js_timeout(js_timeout),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let shutdown = CancellationToken::new();
+        tokio::spawn(executor_server::serve_with(
+            listener,
+            engine.clone(),
+            executor_server::ServeConfig {
+                allowed_hosts: vec!["agents.example:8443".to_owned()],
+            },
+            shutdown.clone(),
+            Duration::from_secs(5),
+        ));
+        Harness {
+            base,
+            http: reqwest::Client::new(),
+            engine,
+            shutdown,
+            _dir: dir,
+        }
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn add_fixture(&self, fixture: &StatefulMcpServer, slug: &str) {
+        let (status, body) = self
+            .post(
+                "/api/mcp/servers",
+                json!({"transport":"remote","name":"Session-stateful MCP","endpoint":fixture.url,"slug":slug,"remoteTransport":"streamable-http"}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = self
+            .post(
+                "/api/connections",
+                json!({"owner":"org","name":"main","integration":slug,"template":"none","value":""}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    async fn client(
+        &self,
+        query: &str,
+        handler: TestClient,
+    ) -> RunningService<RoleClient, TestClient> {
+        let transport =
+            StreamableHttpClientTransport::from_uri(format!("{}/mcp{query}", self.base));
+        handler.serve(transport).await.expect("MCP client connects")
+    }
+}
+
+/// How a [`TestClient`] answers `elicitation/create`.
+#[derive(Clone)]
+enum Answer {
+    /// No elicitation capability advertised.
+    NotSupported,
+    With(ElicitationAction),
+    Error,
+    /// Never answers.
+    Hang,
+}
+
+/// A client that records `tools/list_changed` and answers elicitations as configured.
+#[derive(Clone)]
+struct TestClient {
+    answer: Answer,
+    list_changed: mpsc::UnboundedSender<()>,
+    elicited: Arc<Mutex<Vec<String>>>,
+}
+
+impl TestClient {
+    fn new(answer: Answer) -> (Self, mpsc::UnboundedReceiver<()>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            TestClient {
+                answer,
+                list_changed: tx,
+                elicited: Arc::default(),
+            },
+            rx,
+        )
+    }
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities: ClientCapabilities = match self.answer {
+            Answer::NotSupported => ClientCapabilities::default(),
+            _ => serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap(),
+        };
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("mcp-test-client", "0.0.1"),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let message = serde_json::to_value(&request).unwrap()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        self.elicited.lock().unwrap().push(message);
+        match self.answer.clone() {
+            Answer::With(action) => Ok(ElicitResult::new(action)),
+            Answer::Hang => std::future::pending().await,
+            Answer::NotSupported | Answer::Error => {
+                Err(ErrorData::invalid_request("no elicitation here", None))
+            }
+        }
+    }
+}
+
+fn plain() -> TestClient {
+    TestClient::new(Answer::NotSupported).0
+}
+
+async fn call(
+    client: &RunningService<RoleClient, TestClient>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
+    let args = args.as_object().cloned().unwrap_or_default();
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args))
+        .await
+        .expect("tools/call answers")
+}
+
+fn text(result: &CallToolResult) -> String {
+    let value = serde_json::to_value(result).unwrap();
+    value["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn structured(result: &CallToolResult) -> Value {
+    result.structured_content.clone().unwrap_or(Value::Null)
+}
+
+const SEED_CODE: &str = r#"
+const selected = await tools.stateful.org.main.select_workspace({});
+const read = await tools.stateful.org.main.get_workspace({});
+return JSON.stringify({ selected, read });
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_execute_skills_and_errors() {
+    let h = Harness::start().await;
+    let client = h.client("", plain()).await;
+    let info = client.peer_info().unwrap();
+    let server = info.server_info.as_ref().unwrap();
+    assert_eq!(server.name, "executor");
+    assert_eq!(server.version, "1.0.0");
+    assert!(info.capabilities.tools.as_ref().unwrap().list_changed == Some(true));
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["execute", "skills", "resume"]);
+    let description = tools[0].description.as_deref().unwrap();
+    assert!(description.starts_with("Execute TypeScript in a sandboxed runtime.\n\n"));
+    assert!(
+        !description.contains("## Available integrations"),
+        "{description}"
+    );
+
+    let one = call(&client, "execute", json!({"code": "return 1"})).await;
+    assert_eq!(text(&one), "1");
+    assert_ne!(one.is_error, Some(true));
+    assert_eq!(structured(&one)["status"], "completed");
+    assert_eq!(structured(&one)["result"], 1);
+
+    let thrown = call(
+        &client,
+        "execute",
+        json!({"code": "throw new Error('boom')"}),
+    )
+    .await;
+    assert_eq!(thrown.is_error, Some(true));
+    assert!(text(&thrown).starts_with("Error: "), "{}", text(&thrown));
+
+    for empty in [json!({"code": "   "}), json!({})] {
+        let result = call(&client, "execute", empty).await;
+        assert_eq!(result.is_error, Some(true));
+        assert!(
+            text(&result).contains("`code` must be a non-empty string"),
+            "{}",
+            text(&result)
+        );
+    }
+
+    let unknown = call(
+        &client,
+        "resume",
+        json!({"executionId": "exec_nope", "action": "accept"}),
+    )
+    .await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert_eq!(structured(&unknown)["status"], "execution_not_found");
+    assert!(
+        text(&unknown).contains("run the execute tool again"),
+        "{}",
+        text(&unknown)
+    );
+
+    let index = call(&client, "skills", json!({})).await;
+    assert!(text(&index).contains("skills({ name: \"<name>\" })"));
+    let howto = call(&client, "skills", json!({"name": "execute"})).await;
+    for needle in [
+        "tools.search",
+        "describe.tool",
+        "ok: false",
+        "emit(",
+        "NOT enumerable",
+        "fetch",
+        "offset",
+    ] {
+        assert!(text(&howto).contains(needle), "missing {needle}");
+    }
+    let missing = call(&client, "skills", json!({"name": "nope"})).await;
+    assert_eq!(missing.is_error, Some(true));
+    assert!(text(&missing).contains("No skill named \"nope\""));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_journey_and_model_mode_approval() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "stateful").await;
+    let client = h.client("", plain()).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    let description = tools[0].description.as_deref().unwrap();
+    assert!(
+        description.contains("## Available integrations\n"),
+        "{description}"
+    );
+    assert!(description.ends_with("- `stateful`"), "{description}");
+
+    let seed = call(&client, "execute", json!({"code": SEED_CODE})).await;
+    assert!(text(&seed).contains("workspace:ws-e2e"), "{}", text(&seed));
+    assert_eq!(fixture.ledger.call_session_ids().len(), 1);
+
+    // A destructive tool pauses; the agent resumes with the user's answer.
+    let code = "const r = await tools.stateful.org.main.delete_everything({}); return r.data;";
+    let paused = call(&client, "execute", json!({"code": code})).await;
+    assert_eq!(
+        structured(&paused)["status"],
+        "waiting_for_interaction",
+        "{}",
+        text(&paused)
+    );
+    let id = structured(&paused)["executionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text(&paused).contains(&format!("executionId: {id}")));
+    let done = call(
+        &client,
+        "resume",
+        json!({"executionId": id, "action": "accept", "content": "{}"}),
+    )
+    .await;
+    assert_eq!(structured(&done)["status"], "completed", "{}", text(&done));
+    assert!(text(&done).contains("deleted"), "{}", text(&done));
+
+    // Declined: the call throws inside the code.
+    let paused = call(&client, "execute", json!({"code": code})).await;
+    let id = structured(&paused)["executionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let declined = call(
+        &client,
+        "resume",
+        json!({"executionId": id, "action": "decline"}),
+    )
+    .await;
+    assert_eq!(declined.is_error, Some(true));
+    assert!(text(&declined).contains("declined"), "{}", text(&declined));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_host_or_origin_is_forbidden() {
+    let h = Harness::start().await;
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}});
+    let send = |headers: Vec<(&'static str, &'static str)>| {
+        let mut request = h
+            .http
+            .post(format!("{}/mcp", h.base))
+            .header("accept", "application/json, text/event-stream")
+            .json(&init);
+        for (k, v) in headers {
+            request = request.header(k, v);
+        }
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(send(vec![]).await, 200);
+    assert_eq!(send(vec![("host", "evil.example")]).await, 403);
+    assert_eq!(send(vec![("origin", "http://evil.example")]).await, 403);
+    assert_eq!(send(vec![("origin", "http://localhost:3000")]).await, 200);
+    // `--allowed-host agents.example:8443`
+    assert_eq!(send(vec![("host", "agents.example:8443")]).await, 200);
+    assert_eq!(send(vec![("host", "agents.example:9999")]).await, 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changed_after_adding_a_server() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    let (handler, mut changes) = TestClient::new(Answer::NotSupported);
+    let client = h.client("", handler).await;
+    let before = client.list_all_tools().await.unwrap();
+    assert!(
+        !before[0]
+            .description
+            .as_deref()
+            .unwrap()
+            .contains("stateful")
+    );
+    // The client's standalone SSE stream may still be opening; give it a moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    h.add_fixture(&fixture, "stateful").await;
+    tokio::time::timeout(Duration::from_secs(5), changes.recv())
+        .await
+        .expect("tools/list_changed within 5 s")
+        .unwrap();
+    let after = client.list_all_tools().await.unwrap();
+    assert!(
+        after[0]
+            .description
+            .as_deref()
+            .unwrap()
+            .contains("- `stateful`")
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_mode_elicits_approval_from_the_client() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "stateful").await;
+    let code = r#"
+try { const r = await tools.stateful.org.main.delete_everything({}); return r.data; }
+catch (e) { return "threw: " + e.message; }"#;
+
+    let (handler, _changes) = TestClient::new(Answer::With(ElicitationAction::Accept));
+    let elicited = handler.elicited.clone();
+    let client = h.client("?elicitation_mode=native", handler).await;
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["execute", "skills"],
+        "native mode has no resume tool"
+    );
+    let accepted = call(&client, "execute", json!({"code": code})).await;
+    assert!(text(&accepted).contains("deleted"), "{}", text(&accepted));
+    let asked = elicited.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].contains("Delete everything\n\nArguments:"),
+        "{asked:?}"
+    );
+    client.cancel().await.unwrap();
+
+    let (handler, _changes) = TestClient::new(Answer::With(ElicitationAction::Decline));
+    let client = h.client("?elicitation_mode=native", handler).await;
+    let declined = call(&client, "execute", json!({"code": code})).await;
+    assert!(
+        text(&declined).contains("threw:") && text(&declined).contains("declined"),
+        "{}",
+        text(&declined)
+    );
+    client.cancel().await.unwrap();
+
+    // A client error answering the elicitation cancels the call.
+    let (handler, _changes) = TestClient::new(Answer::Error);
+    let client = h.client("?elicitation_mode=native", handler).await;
+    let cancelled = call(&client, "execute", json!({"code": code})).await;
+    assert!(
+        text(&cancelled).contains("cancelled"),
+        "{}",
+        text(&cancelled)
+    );
+    client.cancel().await.unwrap();
+
+    // Without the elicitation capability, native mode falls back to model-mode pauses.
+    let client = h.client("?elicitation_mode=native", plain()).await;
+    let paused = call(&client, "execute", json!({"code": code})).await;
+    assert_eq!(
+        structured(&paused)["status"],
+        "waiting_for_interaction",
+        "{}",
+        text(&paused)
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_2026_07_28_request() {
+    let h = Harness::start().await;
+    let response = h
+        .http
+        .post(format!("{}/mcp", h.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "execute")
+        .json(
+            &json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{
+            "name":"execute","arguments":{"code":"return 40 + 2"},
+            "_meta":{
+                "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities":{},
+                "io.modelcontextprotocol/clientInfo":{"name":"stateless","version":"1"}}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(response.headers().get("mcp-session-id").is_none());
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .unwrap()
+            .to_str()
+            .unwrap(),
+        "application/json"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["result"]["content"][0]["text"], "42", "{body}");
+    assert_eq!(body["result"]["structuredContent"]["status"], "completed");
+}
+
+/// A client that goes away mid-execution does not leak it: the execution runs to its end and
+/// its downstream session goes back to the pool; an abandoned native approval is cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disconnect_mid_execution_does_not_leak() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "stateful").await;
+
+    let client = h.client("", plain()).await;
+    let peer = client.peer().clone();
+    let slow = tokio::spawn(async move {
+        let args = json!({"code": "await tools.stateful.org.main.slow({ms: 800}); return 'done'"});
+        peer.call_tool(
+            CallToolRequestParams::new("execute")
+                .with_arguments(args.as_object().cloned().unwrap()),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    client.cancel().await.unwrap();
+    let _ = slow.await;
+    // The execution ends on its own; its session returns to the pool (one idle, none leaked).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !fixture
+        .requests()
+        .iter()
+        .any(|r| r.rpc_method.as_deref() == Some("tools/call") && r.status == 200)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "slow call never finished"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(h.engine.live_mcp_sessions(), 1);
+    assert_eq!(fixture.live_sessions().await, 1);
+
+    // Native approval abandoned by a client that hangs up: the pause is cancelled, the code goes on.
+    let (handler, _changes) = TestClient::new(Answer::Hang);
+    let elicited = handler.elicited.clone();
+    let client = h.client("?elicitation_mode=native", handler).await;
+    let code = r#"
+await tools.stateful.org.main.select_workspace({});
+try { await tools.stateful.org.main.delete_everything({}); } catch (e) {}
+await tools.stateful.org.main.get_workspace({});
+return "after";"#;
+    fixture.clear_requests();
+    let peer = client.peer().clone();
+    let pending = tokio::spawn(async move {
+        peer.call_tool(
+            CallToolRequestParams::new("execute")
+                .with_arguments(json!({"code": code}).as_object().cloned().unwrap()),
+        )
+        .await
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while elicited.lock().unwrap().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never asked for approval"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.cancel().await.unwrap();
+    let _ = pending.await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let calls = fixture
+            .requests()
+            .iter()
+            .filter(|r| r.rpc_method.as_deref() == Some("tools/call"))
+            .count();
+        if calls >= 2 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the abandoned pause was never cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(h.engine.live_mcp_sessions(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_mode_approval_page_and_long_poll() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "stateful").await;
+    let client = h.client("?elicitation_mode=browser", plain()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let resume = tools.iter().find(|t| t.name == "resume").unwrap();
+    assert_eq!(resume.input_schema["required"], json!(["executionId"]));
+
+    let code = "const r = await tools.stateful.org.main.delete_everything({}); return r.data;";
+    let paused = call(&client, "execute", json!({"code": code})).await;
+    let s = structured(&paused);
+    assert_eq!(s["status"], "user_approval_required", "{}", text(&paused));
+    let id = s["executionId"].as_str().unwrap().to_owned();
+    let url = s["approvalUrl"].as_str().unwrap().to_owned();
+    assert_eq!(url, format!("{}/resume/{id}", h.base));
+    assert!(text(&paused).starts_with("User approval required."));
+
+    let page = h.http.get(&url).send().await.unwrap().text().await.unwrap();
+    assert!(
+        page.contains("Approve") && page.contains("Delete everything"),
+        "{page}"
+    );
+
+    let peer = client.peer().clone();
+    let waiting_id = id.clone();
+    let waiting = tokio::spawn(async move {
+        let args = json!({"executionId": waiting_id})
+            .as_object()
+            .cloned()
+            .unwrap();
+        peer.call_tool(CallToolRequestParams::new("resume").with_arguments(args))
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(!waiting.is_finished(), "resume waits for the person");
+    let (status, body) = h
+        .post(
+            &format!("/api/executions/{id}/resume"),
+            json!({"action": "accept"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let done = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("resume returns after the decision")
+        .unwrap();
+    assert_eq!(structured(&done)["status"], "completed", "{}", text(&done));
+    assert!(text(&done).contains("deleted"), "{}", text(&done));
+    client.cancel().await.unwrap();
+}
