@@ -1,13 +1,33 @@
-//! Benchmark driver. Starts the release `executor` binary on a fresh data dir, a real
-//! session-stateful rmcp fixture in this process, and measures what BENCHMARKS.md reports:
-//! cold start, idle RSS, `return 1` over HTTP, the seed execution, and the floor (the same two
-//! calls made directly by an MCP client on one session).
+//! Benchmark driver: ours next to the original, in one run.
 //!
-//! Usage: `cargo build --release -p executor -p executor-bench && target/release/executor-bench`
-//! (`bench/run.sh` does both). `EXECUTOR_BIN` overrides the binary under test.
+//! Starts the release `executor` binary and — when `EXECUTOR_ORIGINAL_BIN` points at it — the
+//! original TypeScript Executor (npm `executor@1.5.9`), each on a fresh data dir (`HOME` and
+//! `EXECUTOR_DATA_DIR` in a temp dir), against real rmcp fixtures served by this process: the
+//! session-stateful seed fixture (`executor_mcp::testing::serve_stateful`) and a 2,000-tool server
+//! (`serve_many_tools`). It prints the table of BENCHMARKS.md:
+//!
+//! * cold start to the first 200 of the health probe (median of several; starts interleaved);
+//! * idle RSS 3 s after ready, summed over the whole process tree;
+//! * `return 1` over HTTP with keep-alive (p50, p99);
+//! * the seed execution (select + get on the stateful fixture) against the floor: the same two
+//!   calls made directly by an rmcp client on one session;
+//! * one execution with 100 sequential tool calls against 100 direct calls;
+//! * throughput of `return 1` at 8 and 64 in flight (keep-alive clients, bounded count and time);
+//! * RSS after 3,000 executions and after the 2,000-tool catalog is added and listed.
+//!
+//! Usage: `bench/run.sh` (builds, installs the original into a cache folder, runs this).
+//! `EXECUTOR_BIN` overrides our binary; `EXECUTOR_ORIGINAL_BIN` is the original's platform binary;
+//! `EXECUTOR_ORIGINAL_WRAPPER` (optional) its npm `bin/executor` node wrapper, measured for cold
+//! start and idle RSS only.
+//!
+//! Bearer tokens: when a server answers 401, or writes `server-control/auth.json` in its data dir,
+//! or prints a `?_token=` URL, the token found is sent as `Authorization: Bearer <token>`.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -17,11 +37,19 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
-const COLD_STARTS: usize = 15;
+const COLD_STARTS: usize = 10;
+const WRAPPER_COLD_STARTS: usize = 5;
 const RETURN_ONE_RUNS: usize = 500;
 const SEED_RUNS: usize = 300;
 const SEQUENTIAL_CALLS: usize = 100;
 const SEQUENTIAL_RUNS: usize = 20;
+const RSS_AFTER_EXECUTIONS: usize = 3_000;
+const THROUGHPUT_REQUESTS: usize = 5_000;
+const THROUGHPUT_CAP: Duration = Duration::from_secs(10);
+const CATALOG_TOOLS: usize = 2_000;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+const SEED: &str = "const s = await tools.bench.org.main.select_workspace({});\nconst r = await tools.bench.org.main.get_workspace({});\nreturn JSON.stringify({ s, r });";
 
 fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -31,26 +59,66 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(run())
 }
 
-fn binary() -> PathBuf {
-    std::env::var_os("EXECUTOR_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/release/executor")
-        })
+/// One product under test.
+#[derive(Clone)]
+struct Product {
+    label: &'static str,
+    bin: PathBuf,
+    /// Readiness probe: the first 200 here ends the cold start.
+    probe: &'static str,
+}
+
+fn ours() -> Product {
+    Product {
+        label: "ours",
+        bin: std::env::var_os("EXECUTOR_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/release/executor")
+            }),
+        probe: "/api/health",
+    }
+}
+
+/// The original, when `EXECUTOR_ORIGINAL_BIN` names an existing file. 1.5.9 has no
+/// `/api/health` (404), so its probe is the cheapest API read, `GET /api/integrations`.
+fn original(var: &str, label: &'static str) -> Option<Product> {
+    let bin = PathBuf::from(std::env::var_os(var)?);
+    bin.is_file().then_some(Product {
+        label,
+        bin,
+        probe: "/api/integrations",
+    })
 }
 
 struct Server {
     child: Child,
     base: String,
+    http: reqwest::Client,
+    token: Option<String>,
+    executions: Arc<AtomicUsize>,
     _dir: tempfile::TempDir,
 }
 
 impl Server {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, then SIGKILL if it has not exited within 5 s.
     fn stop(mut self) {
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
             .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
@@ -62,12 +130,55 @@ fn free_port() -> u16 {
         .unwrap_or(47_880)
 }
 
-/// Spawns the binary and returns when `/api/health` first answers 200, with the time it took.
-async fn start(http: &reqwest::Client) -> anyhow::Result<(Server, Duration)> {
+/// A bearer token the server left for local clients: `server-control/auth.json` in the data dir
+/// (any string field named like a token), or a `_token=` in what it printed.
+fn find_token(dir: &Path) -> Option<String> {
+    let data = dir.join(".executor");
+    if let Ok(text) = std::fs::read_to_string(data.join("server-control/auth.json"))
+        && let Ok(v) = serde_json::from_str::<Value>(&text)
+    {
+        for key in ["token", "authToken", "bearer", "accessToken"] {
+            if let Some(t) = v.get(key).and_then(Value::as_str) {
+                return Some(t.to_owned());
+            }
+        }
+    }
+    let printed = std::fs::read_to_string(dir.join("stdout.log")).unwrap_or_default()
+        + &std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default();
+    let at = printed.find("_token=")? + "_token=".len();
+    let token: String = printed[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || "-._~%".contains(*c))
+        .collect();
+    (!token.is_empty()).then_some(token)
+}
+
+fn client(token: Option<&str>) -> anyhow::Result<reqwest::Client> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(t) = token {
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {t}").parse()?,
+        );
+    }
+    Ok(reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .timeout(REQUEST_TIMEOUT)
+        .default_headers(headers)
+        .build()?)
+}
+
+/// Spawns the product on a fresh data dir and returns when its probe first answers 200, with
+/// the time it took.
+async fn start(product: &Product) -> anyhow::Result<(Server, Duration)> {
     let dir = tempfile::tempdir()?;
+    let data = dir.path().join(".executor");
     let port = free_port();
+    let stdout = std::fs::File::create(dir.path().join("stdout.log"))?;
+    let stderr = std::fs::File::create(dir.path().join("stderr.log"))?;
+    let probe_client = client(None)?;
     let started = Instant::now();
-    let child = Command::new(binary())
+    let mut child = Command::new(&product.bin)
         .args([
             "web",
             "--port",
@@ -75,31 +186,81 @@ async fn start(http: &reqwest::Client) -> anyhow::Result<(Server, Duration)> {
             "--hostname",
             "127.0.0.1",
         ])
-        .env("EXECUTOR_DATA_DIR", dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .env("HOME", dir.path())
+        .env("EXECUTOR_DATA_DIR", &data)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
         .spawn()
-        .with_context(|| format!("starting {}", binary().display()))?;
+        .with_context(|| format!("starting {}", product.bin.display()))?;
     let base = format!("http://127.0.0.1:{port}");
-    let deadline = started + Duration::from_secs(20);
+    let deadline = started + Duration::from_secs(30);
+    let mut token: Option<String> = None;
     loop {
-        if let Ok(r) = http.get(format!("{base}/api/health")).send().await
-            && r.status().is_success()
-        {
-            return Ok((
-                Server {
-                    child,
-                    base,
-                    _dir: dir,
-                },
-                started.elapsed(),
-            ));
+        let mut request = probe_client.get(format!("{base}{}", product.probe));
+        if let Some(t) = &token {
+            request = request.bearer_auth(t);
+        }
+        match request.send().await.map(|r| r.status().as_u16()) {
+            Ok(200) => break,
+            Ok(401) if token.is_none() => token = find_token(dir.path()),
+            _ => {}
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            bail!("{} exited during start-up: {status}", product.label);
         }
         if Instant::now() > deadline {
-            bail!("the server did not become ready");
+            let _ = child.kill();
+            bail!("{} did not become ready", product.label);
         }
         tokio::time::sleep(Duration::from_micros(500)).await;
     }
+    let took = started.elapsed();
+    let token = token.or_else(|| find_token(dir.path()));
+    Ok((
+        Server {
+            child,
+            base,
+            http: client(token.as_deref())?,
+            token,
+            executions: Arc::new(AtomicUsize::new(0)),
+            _dir: dir,
+        },
+        took,
+    ))
+}
+
+/// VmRSS summed over `root` and all its descendants (the original's npm wrapper is node
+/// spawning the Bun binary; either may spawn workers).
+fn tree_rss_kib(root: u32) -> anyhow::Result<u64> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command (which may contain spaces) start after the last ')'.
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        children.entry(ppid).or_default().push(pid);
+    }
+    let mut total = 0;
+    let mut stack = vec![root];
+    while let Some(pid) = stack.pop() {
+        total += rss_kib(pid).unwrap_or(0);
+        stack.extend(children.get(&pid).into_iter().flatten());
+    }
+    if total == 0 {
+        bail!("no RSS for {root}");
+    }
+    Ok(total)
 }
 
 fn rss_kib(pid: u32) -> anyhow::Result<u64> {
@@ -121,10 +282,6 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples[idx]
 }
 
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
-}
-
 async fn post(http: &reqwest::Client, url: String, body: Value) -> anyhow::Result<Value> {
     let r = http.post(url).json(&body).send().await?;
     let status = r.status();
@@ -135,17 +292,63 @@ async fn post(http: &reqwest::Client, url: String, body: Value) -> anyhow::Resul
     Ok(v)
 }
 
-async fn execute(http: &reqwest::Client, base: &str, code: &str) -> anyhow::Result<Value> {
+async fn execute_with(
+    http: &reqwest::Client,
+    base: &str,
+    executions: &AtomicUsize,
+    code: &str,
+) -> anyhow::Result<Value> {
     let v = post(
         http,
         format!("{base}/api/executions"),
         json!({"code": code, "autoApprove": true}),
     )
-    .await?;
+    .await;
+    executions.fetch_add(1, Ordering::Relaxed);
+    let v = v?;
     if v["isError"] != json!(false) {
         bail!("execution failed: {v}");
     }
     Ok(v)
+}
+
+async fn execute(server: &Server, code: &str) -> anyhow::Result<Value> {
+    execute_with(&server.http, &server.base, &server.executions, code).await
+}
+
+/// `return 1` with `in_flight` concurrent keep-alive clients until `total` requests are done or
+/// `cap` has passed. Returns (executions completed, elapsed).
+async fn throughput(
+    server: &Server,
+    in_flight: usize,
+    total: usize,
+    cap: Duration,
+) -> anyhow::Result<(usize, Duration)> {
+    let issued = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let deadline = started + cap;
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..in_flight {
+        let (http, base, issued, done, executions) = (
+            server.http.clone(),
+            server.base.clone(),
+            issued.clone(),
+            done.clone(),
+            server.executions.clone(),
+        );
+        tasks.spawn(async move {
+            while issued.fetch_add(1, Ordering::Relaxed) < total && Instant::now() < deadline {
+                execute_with(&http, &base, &executions, "return 1").await?;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    Ok((done.load(Ordering::Relaxed), started.elapsed()))
 }
 
 #[derive(Clone)]
@@ -161,145 +364,504 @@ impl rmcp::ClientHandler for DirectHandler {
     }
 }
 
-async fn run() -> anyhow::Result<()> {
-    let http = reqwest::Client::builder().tcp_nodelay(true).build()?;
-    let fixture = executor_mcp::testing::serve_stateful().await;
-    println!("binary: {}", binary().display());
+/// Everything measured for one product.
+#[derive(Default)]
+struct Figures {
+    cold: Vec<Duration>,
+    token: bool,
+    idle_rss: u64,
+    ret1: Vec<Duration>,
+    seed: Vec<Duration>,
+    seed_kept: usize,
+    sequential: Vec<Duration>,
+    rss_after_executions: u64,
+    rss_after_throughput: u64,
+    tput8: f64,
+    tput64: f64,
+    catalog_load: Duration,
+    catalog_tools: usize,
+    catalog_last_call: bool,
+    rss_catalog: u64,
+    wrapper_cold: Vec<Duration>,
+    wrapper_idle_rss: u64,
+}
 
-    // Cold start: spawn to first 200, median of several.
-    let mut cold = Vec::new();
-    for _ in 0..COLD_STARTS {
-        let (server, took) = start(&http).await?;
-        cold.push(took);
-        server.stop();
-    }
+struct Fixtures {
+    stateful: executor_mcp::testing::StatefulMcpServer,
+    many: executor_mcp::testing::StatefulMcpServer,
+}
 
-    let (server, _) = start(&http).await?;
+async fn add_integration(server: &Server, slug: &str, name: &str, url: &str) -> anyhow::Result<()> {
+    let base = &server.base;
+    post(
+        &server.http,
+        format!("{base}/api/mcp/servers"),
+        json!({"transport": "remote", "name": name, "endpoint": url, "slug": slug, "remoteTransport": "streamable-http"}),
+    )
+    .await
+    .with_context(|| format!("adding MCP server {slug}"))?;
+    post(
+        &server.http,
+        format!("{base}/api/connections"),
+        json!({"owner": "org", "name": "main", "integration": slug, "template": "none", "value": ""}),
+    )
+    .await
+    .with_context(|| format!("adding the connection to {slug}"))?;
+    Ok(())
+}
+
+/// The measurements after the cold starts, on one long-lived server.
+async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::Result<()> {
+    let (server, _) = start(product).await?;
+    f.token = server.token.is_some();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let idle_rss = rss_kib(server.child.id())?;
-    let base = server.base.clone();
+    f.idle_rss = tree_rss_kib(server.pid())?;
 
     // `return 1` over HTTP, keep-alive.
     for _ in 0..50 {
-        execute(&http, &base, "return 1").await?;
+        execute(&server, "return 1").await?;
     }
-    let mut ret1 = Vec::new();
     for _ in 0..RETURN_ONE_RUNS {
         let t = Instant::now();
-        execute(&http, &base, "return 1").await?;
-        ret1.push(t.elapsed());
+        execute(&server, "return 1").await?;
+        f.ret1.push(t.elapsed());
     }
 
-    // The seed: add the fixture, a connection, then select + get in one execution.
-    post(&http, format!("{base}/api/mcp/servers"), json!({"name":"bench","endpoint":fixture.url,"slug":"bench","remoteTransport":"streamable-http"})).await?;
-    post(
-        &http,
-        format!("{base}/api/connections"),
-        json!({"owner":"org","name":"main","integration":"bench","template":"none","value":""}),
-    )
-    .await?;
-    let seed = "const s = await tools.bench.org.main.select_workspace({});\nconst r = await tools.bench.org.main.get_workspace({});\nreturn JSON.stringify({ s, r });";
+    // The seed: select + get in one execution, on the stateful fixture.
+    add_integration(&server, "bench", "bench", &fx.stateful.url).await?;
     for _ in 0..30 {
-        execute(&http, &base, seed).await?;
+        execute(&server, SEED).await?;
     }
-    let mut seed_runs = Vec::new();
     for _ in 0..SEED_RUNS {
         let t = Instant::now();
-        let v = execute(&http, &base, seed).await?;
-        seed_runs.push(t.elapsed());
-        if !v["text"]
+        let v = execute(&server, SEED).await?;
+        f.seed.push(t.elapsed());
+        if v["text"]
             .as_str()
             .unwrap_or("")
             .contains("workspace:ws-e2e")
         {
-            bail!("seed lost its session state: {v}");
+            f.seed_kept += 1;
         }
     }
+    if product.label == "ours" && f.seed_kept != SEED_RUNS {
+        bail!("ours lost the seed's session state");
+    }
+
+    // One execution, 100 sequential calls.
     let sequential_code = format!(
         "for (let i = 0; i < {SEQUENTIAL_CALLS}; i++) {{ const r = await tools.bench.org.main.get_workspace({{}}); if (!r.ok) throw new Error('call failed'); }} return {SEQUENTIAL_CALLS};"
     );
-    let mut sequential = Vec::new();
+    for _ in 0..3 {
+        execute(&server, &sequential_code).await?;
+    }
     for _ in 0..SEQUENTIAL_RUNS {
         let t = Instant::now();
-        execute(&http, &base, &sequential_code).await?;
-        sequential.push(t.elapsed());
+        execute(&server, &sequential_code).await?;
+        f.sequential.push(t.elapsed());
     }
-    let rss_after = rss_kib(server.child.id())?;
-    server.stop();
 
-    // The floor: the same calls made directly on one rmcp client session.
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(fixture.url.as_str());
+    // Top up with `return 1` (8 in flight) to 3,000 executions, then RSS.
+    let so_far = server.executions.load(Ordering::Relaxed);
+    if so_far < RSS_AFTER_EXECUTIONS {
+        throughput(
+            &server,
+            8,
+            RSS_AFTER_EXECUTIONS - so_far,
+            Duration::from_secs(120),
+        )
+        .await?;
+    }
+    f.rss_after_executions = tree_rss_kib(server.pid())?;
+
+    // Throughput at 8 and 64 in flight (short warm-up at each level first).
+    throughput(&server, 8, 200, THROUGHPUT_CAP).await?;
+    let (n, took) = throughput(&server, 8, THROUGHPUT_REQUESTS, THROUGHPUT_CAP).await?;
+    f.tput8 = n as f64 / took.as_secs_f64();
+    throughput(&server, 64, 200, THROUGHPUT_CAP).await?;
+    let (n, took) = throughput(&server, 64, THROUGHPUT_REQUESTS, THROUGHPUT_CAP).await?;
+    f.tput64 = n as f64 / took.as_secs_f64();
+    f.rss_after_throughput = tree_rss_kib(server.pid())?;
+
+    // The 2,000-tool catalog: add the server and a connection, list its tools, then RSS.
+    let t = Instant::now();
+    add_integration(&server, "many", "many tools", &fx.many.url).await?;
+    let listed: Value = server
+        .http
+        .get(format!("{}/api/tools?integration=many", server.base))
+        .send()
+        .await?
+        .json()
+        .await?;
+    f.catalog_load = t.elapsed();
+    f.catalog_tools = listed.as_array().map_or(0, Vec::len);
+    f.rss_catalog = tree_rss_kib(server.pid())?;
+    // A call into the big catalog still works.
+    let v = execute(&server, "return await tools.many.org.main.op_1999({ id: 'x' })").await?;
+    f.catalog_last_call = v["text"].as_str().unwrap_or("").contains("ok:op_1999");
+    if product.label == "ours" && !f.catalog_last_call {
+        bail!("ours: call into the 2,000-tool catalog failed: {v}");
+    }
+    server.stop();
+    Ok(())
+}
+
+/// The floor: the same calls made directly by an rmcp client on one session.
+async fn floor(url: &str) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
     let client = DirectHandler.serve(transport).await?;
-    let call = |name: &'static str| {
-        CallToolRequestParams::new(name).with_arguments(serde_json::Map::new())
-    };
+    let call =
+        |name: &'static str| CallToolRequestParams::new(name).with_arguments(serde_json::Map::new());
     for _ in 0..30 {
         client.peer().call_tool(call("select_workspace")).await?;
         client.peer().call_tool(call("get_workspace")).await?;
     }
-    let mut floor = Vec::new();
+    let mut pair = Vec::new();
     for _ in 0..SEED_RUNS {
         let t = Instant::now();
         client.peer().call_tool(call("select_workspace")).await?;
         client.peer().call_tool(call("get_workspace")).await?;
-        floor.push(t.elapsed());
+        pair.push(t.elapsed());
     }
-    let mut floor_seq = Vec::new();
+    let mut seq = Vec::new();
     for _ in 0..SEQUENTIAL_RUNS {
         let t = Instant::now();
         for _ in 0..SEQUENTIAL_CALLS {
             client.peer().call_tool(call("get_workspace")).await?;
         }
-        floor_seq.push(t.elapsed());
+        seq.push(t.elapsed());
     }
     let _ = client.cancel().await;
+    Ok((pair, seq))
+}
 
-    let seed_p50 = percentile(&mut seed_runs, 0.5);
-    let floor_p50 = percentile(&mut floor, 0.5);
-    let seq_p50 = percentile(&mut sequential, 0.5);
+fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 10.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+/// `original ÷ ours` for costs (time, memory), `ours ÷ original` for rates: above 1 = ours better.
+fn ratio(ours: f64, original: f64, higher_is_better: bool) -> String {
+    let r = if higher_is_better {
+        ours / original
+    } else {
+        original / ours
+    };
+    format!("{r:.1}×")
+}
+
+async fn run() -> anyhow::Result<()> {
+    let ours = ours();
+    let original_product = original("EXECUTOR_ORIGINAL_BIN", "original");
+    let wrapper = original("EXECUTOR_ORIGINAL_WRAPPER", "original (npm wrapper)");
+    let fx = Fixtures {
+        stateful: executor_mcp::testing::serve_stateful().await,
+        many: executor_mcp::testing::serve_many_tools(CATALOG_TOOLS).await,
+    };
+    println!("ours:     {}", ours.bin.display());
+    match &original_product {
+        Some(p) => println!("original: {}", p.bin.display()),
+        None => println!(
+            "original: not available (EXECUTOR_ORIGINAL_BIN unset or missing); measuring ours only"
+        ),
+    }
+
+    let mut mine = Figures::default();
+    let mut theirs = Figures::default();
+
+    // Cold starts, interleaved so drift on the machine hits both alike.
+    for _ in 0..COLD_STARTS {
+        let (server, took) = start(&ours).await?;
+        mine.cold.push(took);
+        server.stop();
+        if let Some(p) = &original_product {
+            let (server, took) = start(p).await?;
+            theirs.cold.push(took);
+            server.stop();
+        }
+    }
+    if let Some(w) = &wrapper {
+        for _ in 0..WRAPPER_COLD_STARTS {
+            let (server, took) = start(w).await?;
+            theirs.wrapper_cold.push(took);
+            server.stop();
+        }
+        let (server, _) = start(w).await?;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        theirs.wrapper_idle_rss = tree_rss_kib(server.pid())?;
+        server.stop();
+    }
+
+    eprintln!("measuring ours…");
+    measure(&ours, &fx, &mut mine).await?;
+    if let Some(p) = &original_product {
+        eprintln!("measuring the original…");
+        measure(p, &fx, &mut theirs).await?;
+    }
+    let (mut floor_pair, mut floor_seq) = floor(&fx.stateful.url).await?;
+
+    // ---- the table -------------------------------------------------------------------------
+    let have = original_product.is_some();
+    let floor_p50 = percentile(&mut floor_pair, 0.5);
     let floor_seq_p50 = percentile(&mut floor_seq, 0.5);
-    println!();
-    println!("| measurement | median | notes |");
-    println!("|---|---|---|");
-    println!(
-        "| cold start to first `GET /api/health` 200 | {} | {COLD_STARTS} starts, fresh data dir each |",
-        ms(percentile(&mut cold, 0.5))
+    let mut rows: Vec<[String; 5]> = Vec::new();
+    let mut row = |what: String, o: String, t: Option<String>, r: Option<String>, n: String| {
+        rows.push([
+            what,
+            o,
+            t.unwrap_or_else(|| "—".into()),
+            r.unwrap_or_else(|| "—".into()),
+            n,
+        ]);
+    };
+    let dur_row = |what: &str,
+                   a: Duration,
+                   b: Option<Duration>,
+                   notes: String,
+                   row: &mut dyn FnMut(String, String, Option<String>, Option<String>, String)| {
+        row(
+            what.into(),
+            ms(a),
+            b.map(ms),
+            b.map(|b| ratio(a.as_secs_f64(), b.as_secs_f64(), false)),
+            notes,
+        );
+    };
+    let t = |f: &mut Figures, which: fn(&mut Figures) -> &mut Vec<Duration>, p: f64| {
+        percentile(which(f), p)
+    };
+    let other = |f: &mut Figures, which: fn(&mut Figures) -> &mut Vec<Duration>, p: f64| {
+        have.then(|| percentile(which(f), p))
+    };
+
+    dur_row(
+        "cold start to first 200 (median)",
+        t(&mut mine, |f| &mut f.cold, 0.5),
+        other(&mut theirs, |f| &mut f.cold, 0.5),
+        format!(
+            "{COLD_STARTS} starts each, fresh data dir; probe: ours `GET /api/health`, original `GET /api/integrations` (1.5.9 has no health route)"
+        ),
+        &mut row,
     );
-    println!(
-        "| idle RSS 3 s after ready | {:.1} MiB | |",
-        idle_rss as f64 / 1024.0
+    row(
+        "idle RSS 3 s after ready".into(),
+        mib(mine.idle_rss),
+        have.then(|| mib(theirs.idle_rss)),
+        have.then(|| ratio(mine.idle_rss as f64, theirs.idle_rss as f64, false)),
+        "process tree".into(),
     );
-    println!(
-        "| `return 1` over HTTP (keep-alive) | {} | p99 {} over {RETURN_ONE_RUNS} |",
-        ms(percentile(&mut ret1, 0.5)),
-        ms(percentile(&mut ret1, 0.99))
+    dur_row(
+        "`return 1` over HTTP, p50",
+        t(&mut mine, |f| &mut f.ret1, 0.5),
+        other(&mut theirs, |f| &mut f.ret1, 0.5),
+        format!("{RETURN_ONE_RUNS} sequential requests, keep-alive"),
+        &mut row,
     );
-    println!(
-        "| seed execution (select + get, one session) | {} | p99 {} over {SEED_RUNS} |",
-        ms(seed_p50),
-        ms(percentile(&mut seed_runs, 0.99))
+    dur_row(
+        "`return 1` over HTTP, p99",
+        t(&mut mine, |f| &mut f.ret1, 0.99),
+        other(&mut theirs, |f| &mut f.ret1, 0.99),
+        String::new(),
+        &mut row,
     );
-    println!(
-        "| floor: the same two calls, direct rmcp client, one session | {} | p99 {} |",
+    let seed_ours = t(&mut mine, |f| &mut f.seed, 0.5);
+    let seed_theirs = other(&mut theirs, |f| &mut f.seed, 0.5);
+    dur_row(
+        "seed execution (select + get), p50",
+        seed_ours,
+        seed_theirs,
+        format!("{SEED_RUNS} runs"),
+        &mut row,
+    );
+    dur_row(
+        "seed execution, p99",
+        t(&mut mine, |f| &mut f.seed, 0.99),
+        other(&mut theirs, |f| &mut f.seed, 0.99),
+        String::new(),
+        &mut row,
+    );
+    row(
+        "seed: `get` sees the workspace `select` chose".into(),
+        format!("{}/{SEED_RUNS}", mine.seed_kept),
+        have.then(|| format!("{}/{SEED_RUNS}", theirs.seed_kept)),
+        None,
+        "same MCP session for both calls of one execution".into(),
+    );
+    row(
+        "floor: the same two calls, direct rmcp client, one session, p50".into(),
         ms(floor_p50),
-        ms(percentile(&mut floor, 0.99))
+        have.then(|| ms(floor_p50)),
+        None,
+        format!(
+            "p99 {}; no server under test",
+            ms(percentile(&mut floor_pair, 0.99))
+        ),
     );
-    println!(
-        "| seed overhead over the floor | {} | |",
-        ms(seed_p50.saturating_sub(floor_p50))
+    row(
+        "seed over the floor (p50 − floor)".into(),
+        ms(seed_ours.saturating_sub(floor_p50)),
+        seed_theirs.map(|s| ms(s.saturating_sub(floor_p50))),
+        seed_theirs.map(|s| {
+            ratio(
+                seed_ours.saturating_sub(floor_p50).as_secs_f64(),
+                s.saturating_sub(floor_p50).as_secs_f64(),
+                false,
+            )
+        }),
+        String::new(),
     );
-    println!(
-        "| {SEQUENTIAL_CALLS} sequential calls in one execution | {} | {SEQUENTIAL_RUNS} runs |",
-        ms(seq_p50)
+    let seq_ours = t(&mut mine, |f| &mut f.sequential, 0.5);
+    let seq_theirs = other(&mut theirs, |f| &mut f.sequential, 0.5);
+    dur_row(
+        &format!("{SEQUENTIAL_CALLS} sequential calls in one execution, p50"),
+        seq_ours,
+        seq_theirs,
+        format!("{SEQUENTIAL_RUNS} runs"),
+        &mut row,
     );
-    println!(
-        "| {SEQUENTIAL_CALLS} direct calls on one session | {} | ratio {:.2} |",
+    row(
+        format!("{SEQUENTIAL_CALLS} direct calls on one session (floor), p50"),
         ms(floor_seq_p50),
-        seq_p50.as_secs_f64() / floor_seq_p50.as_secs_f64()
+        have.then(|| ms(floor_seq_p50)),
+        None,
+        format!(
+            "execution ÷ direct: ours {:.2}{}",
+            seq_ours.as_secs_f64() / floor_seq_p50.as_secs_f64(),
+            seq_theirs
+                .map(|s| format!(
+                    ", original {:.2}",
+                    s.as_secs_f64() / floor_seq_p50.as_secs_f64()
+                ))
+                .unwrap_or_default()
+        ),
     );
+    for (level, a, b) in [(8, mine.tput8, theirs.tput8), (64, mine.tput64, theirs.tput64)] {
+        row(
+            format!("throughput of `return 1`, {level} in flight"),
+            format!("{a:.0}/s"),
+            have.then(|| format!("{b:.0}/s")),
+            have.then(|| ratio(a, b, true)),
+            format!(
+                "up to {THROUGHPUT_REQUESTS} executions or {} s, {level} keep-alive connections",
+                THROUGHPUT_CAP.as_secs()
+            ),
+        );
+    }
+    row(
+        format!("RSS after {RSS_AFTER_EXECUTIONS} executions"),
+        mib(mine.rss_after_executions),
+        have.then(|| mib(theirs.rss_after_executions)),
+        have.then(|| {
+            ratio(
+                mine.rss_after_executions as f64,
+                theirs.rss_after_executions as f64,
+                false,
+            )
+        }),
+        "all the executions above, before the throughput runs".into(),
+    );
+    row(
+        "RSS after the throughput runs".into(),
+        mib(mine.rss_after_throughput),
+        have.then(|| mib(theirs.rss_after_throughput)),
+        have.then(|| {
+            ratio(
+                mine.rss_after_throughput as f64,
+                theirs.rss_after_throughput as f64,
+                false,
+            )
+        }),
+        format!("the executions above and up to 2 × {} more", THROUGHPUT_REQUESTS + 200),
+    );
+    row(
+        format!("add + list the {CATALOG_TOOLS}-tool server"),
+        ms(mine.catalog_load),
+        have.then(|| ms(theirs.catalog_load)),
+        have.then(|| {
+            ratio(
+                mine.catalog_load.as_secs_f64(),
+                theirs.catalog_load.as_secs_f64(),
+                false,
+            )
+        }),
+        format!(
+            "POST server + connection, GET /api/tools (listed: ours {}{})",
+            mine.catalog_tools,
+            if have {
+                format!(", original {}", theirs.catalog_tools)
+            } else {
+                String::new()
+            }
+        ),
+    );
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_owned();
+    row(
+        format!("the last of the {CATALOG_TOOLS} tools (`op_1999`) is callable"),
+        yes_no(mine.catalog_last_call),
+        have.then(|| yes_no(theirs.catalog_last_call)),
+        None,
+        "one `tools/list` page of 2,000".into(),
+    );
+    row(
+        format!("RSS after the {CATALOG_TOOLS}-tool catalog is loaded"),
+        mib(mine.rss_catalog),
+        have.then(|| mib(theirs.rss_catalog)),
+        have.then(|| ratio(mine.rss_catalog as f64, theirs.rss_catalog as f64, false)),
+        "after the throughput runs; listed with `GET /api/tools?integration=many`".into(),
+    );
+    if wrapper.is_some() {
+        let w = percentile(&mut theirs.wrapper_cold, 0.5);
+        row(
+            "original via its npm `bin/executor` (node wrapper): cold start".into(),
+            "—".into(),
+            Some(ms(w)),
+            Some(ratio(
+                percentile(&mut mine.cold, 0.5).as_secs_f64(),
+                w.as_secs_f64(),
+                false,
+            )),
+            format!("{WRAPPER_COLD_STARTS} starts"),
+        );
+        row(
+            "original via its npm wrapper: idle RSS".into(),
+            "—".into(),
+            Some(mib(theirs.wrapper_idle_rss)),
+            Some(ratio(
+                mine.idle_rss as f64,
+                theirs.wrapper_idle_rss as f64,
+                false,
+            )),
+            "node + the Bun binary".into(),
+        );
+    }
+
+    println!();
     println!(
-        "| RSS after the runs above | {:.1} MiB | |",
-        rss_after as f64 / 1024.0
+        "bearer token sent: ours {}, original {}",
+        if mine.token { "yes" } else { "no (none required)" },
+        if !have {
+            "n/a"
+        } else if theirs.token {
+            "yes"
+        } else {
+            "no (none required)"
+        }
     );
+    println!();
+    println!("| measurement | ours | original 1.5.9 | ours better by | notes |");
+    println!("|---|---|---|---|---|");
+    for r in rows {
+        println!("| {} | {} | {} | {} | {} |", r[0], r[1], r[2], r[3], r[4]);
+    }
     Ok(())
 }

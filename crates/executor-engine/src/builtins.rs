@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use executor_core::ToolOutcome;
+use executor_core::policy::PolicyAction;
 use executor_core::search::{SearchEntry, SearchIndex, SearchQuery, suggest};
 use executor_sandbox::HostReply;
 use serde_json::{Map, Value, json};
@@ -120,7 +121,63 @@ pub(crate) const STATIC_TOOLS: &[StaticTool] = &[
         input_schema: no_input,
         requires_approval: false,
     },
+    StaticTool {
+        fqid: "executor.coreTools.policies.create",
+        description: "Create a tool policy: { owner, pattern, action: approve | require_approval | block, position? }. Patterns are <integration>.<owner>.<connection>.<tool> with whole-segment * wildcards.",
+        input_schema: policy_create_input,
+        requires_approval: true,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.policies.update",
+        description: "Change a tool policy's pattern, action or position: { owner, id, pattern?, action?, position? }.",
+        input_schema: policy_update_input,
+        requires_approval: true,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.policies.remove",
+        description: "Remove a tool policy: { owner, id }.",
+        input_schema: policy_remove_input,
+        requires_approval: true,
+    },
 ];
+
+fn policy_create_input() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "owner": {"type": "string", "enum": ["org", "user"]},
+            "pattern": {"type": "string", "description": "e.g. github.*.*.issues.* or *"},
+            "action": {"type": "string", "enum": ["approve", "require_approval", "block"]},
+            "position": {"type": "string", "description": "Fractional-index key; lower runs first. Omit for the default by specificity."}
+        },
+        "required": ["owner", "pattern", "action"],
+        "additionalProperties": false
+    })
+}
+
+fn policy_update_input() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "owner": {"type": "string", "enum": ["org", "user"]},
+            "id": {"type": "string"},
+            "pattern": {"type": "string"},
+            "action": {"type": "string", "enum": ["approve", "require_approval", "block"]},
+            "position": {"type": "string"}
+        },
+        "required": ["owner", "id"],
+        "additionalProperties": false
+    })
+}
+
+fn policy_remove_input() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"owner": {"type": "string", "enum": ["org", "user"]}, "id": {"type": "string"}},
+        "required": ["owner", "id"],
+        "additionalProperties": false
+    })
+}
 
 pub(crate) fn static_tool(fqid: &str) -> Option<&'static StaticTool> {
     STATIC_TOOLS.iter().find(|t| t.fqid == fqid)
@@ -142,35 +199,128 @@ const HELPERS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Built-in paths answered without an integration; `None` means "not a built-in".
-pub(crate) async fn dispatch(inner: &Arc<Inner>, path: &str, args: &Value) -> Option<HostReply> {
+/// Sandbox helpers (not tools: no policy applies); `None` means "not a helper".
+pub(crate) async fn dispatch_helper(inner: &Arc<Inner>, path: &str, args: &Value) -> Option<HostReply> {
     let engine = Engine {
         inner: inner.clone(),
     };
     let reply = match path {
         "search" => search(&engine, args).await,
         "describe.tool" => describe(&engine, args).await,
-        "executor.integrations.list" | "executor.coreTools.integrations.list" => {
-            integrations_list(&engine, args).await
-        }
-        "executor.coreTools.connections.list" => connections_list(&engine, args).await,
-        "executor.coreTools.providers.list" => Ok(Ok(json!([crate::catalog::DEFAULT_PROVIDER]))),
-        "executor.coreTools.providers.items" => Ok(Ok(json!([]))),
-        "executor.coreTools.policies.list" => Ok(Ok(json!([]))),
+        "executor.integrations.list" => integrations_list(&engine, args).await,
         _ => return None,
     };
     Some(match reply {
-        Ok(Ok(data)) => {
-            // Helpers return their value directly; core tools use the result union.
-            if path.starts_with("executor.coreTools.") {
-                HostReply::Resolve(ToolOutcome::ok(data).to_json())
-            } else {
-                HostReply::Resolve(data)
-            }
-        }
+        Ok(Ok(data)) => HostReply::Resolve(data),
         Ok(Err(message)) => HostReply::Reject(message),
         Err(e) => HostReply::Reject(crate::dispatch::internal_tool_error(&e.to_string())),
     })
+}
+
+/// Runs a static core tool (after the dispatcher's policy gate). Core tools answer with the
+/// result union: bad arguments are `invalid_tool_arguments`, never a throw.
+pub(crate) async fn run_static(engine: &Engine, tool: &StaticTool, args: &Value) -> HostReply {
+    let reply = match tool.fqid {
+        "executor.coreTools.integrations.list" => integrations_list(engine, args).await,
+        "executor.coreTools.connections.list" => connections_list(engine, args).await,
+        "executor.coreTools.providers.list" => Ok(Ok(json!([crate::catalog::DEFAULT_PROVIDER]))),
+        "executor.coreTools.providers.items" => Ok(Ok(json!([]))),
+        "executor.coreTools.policies.list" => policies_list(engine).await,
+        "executor.coreTools.policies.create" => policies_create(engine, args).await,
+        "executor.coreTools.policies.update" => policies_update(engine, args).await,
+        "executor.coreTools.policies.remove" => policies_remove(engine, args).await,
+        other => Err(crate::EngineError::Internal(format!("static tool {other} has no handler"))),
+    };
+    match reply {
+        Ok(Ok(data)) => HostReply::Resolve(ToolOutcome::ok(data).to_json()),
+        Ok(Err(message)) => HostReply::Resolve(
+            ToolOutcome::Err(executor_core::ToolError::new("invalid_tool_arguments", message)).to_json(),
+        ),
+        Err(crate::EngineError::InvalidPolicy { message }) => HostReply::Resolve(
+            ToolOutcome::Err(executor_core::ToolError::new("invalid_tool_arguments", message)).to_json(),
+        ),
+        Err(crate::EngineError::PolicyNotFound { id }) => HostReply::Resolve(
+            ToolOutcome::Err(executor_core::ToolError::new("policy_not_found", format!("Policy not found: {id}")))
+                .to_json(),
+        ),
+        Err(e) => HostReply::Reject(crate::dispatch::internal_tool_error(&e.to_string())),
+    }
+}
+
+pub(crate) fn policy_json(p: &crate::PolicyView) -> Value {
+    json!({
+        "id": p.id, "owner": p.owner.as_str(), "pattern": p.pattern, "action": p.action.as_str(),
+        "position": p.position, "createdAt": p.created_at, "updatedAt": p.updated_at, "matches": p.matches,
+    })
+}
+
+async fn policies_list(engine: &Engine) -> BuiltinResult {
+    let list = engine.list_policies().await?;
+    Ok(Ok(json!({"items": list.iter().map(policy_json).collect::<Vec<_>>()})))
+}
+
+fn owner_arg(map: Option<&Map<String, Value>>, tool: &str) -> Result<executor_core::Owner, String> {
+    match string_arg(map, tool, "owner")? {
+        Some(o) => o.parse().map_err(|_| format!("{tool}: owner must be \"org\" or \"user\"")),
+        None => Err(format!("{tool}: owner is required (\"org\" or \"user\")")),
+    }
+}
+
+async fn policies_create(engine: &Engine, args: &Value) -> BuiltinResult {
+    const T: &str = "executor.coreTools.policies.create";
+    let parsed = (|| {
+        let map = object_args(T, args)?;
+        let owner = owner_arg(map, T)?;
+        let pattern = string_arg(map, T, "pattern")?.ok_or(format!("{T}: pattern is required"))?;
+        let action = string_arg(map, T, "action")?.ok_or(format!("{T}: action is required"))?;
+        Ok::<_, String>((owner, pattern, action, string_arg(map, T, "position")?))
+    })();
+    let (owner, pattern, action, position) = match parsed {
+        Ok(v) => v,
+        Err(message) => return Ok(Err(message)),
+    };
+    let created = engine.create_policy(owner, &pattern, &action, position).await?;
+    Ok(Ok(policy_json(&created)))
+}
+
+async fn policies_update(engine: &Engine, args: &Value) -> BuiltinResult {
+    const T: &str = "executor.coreTools.policies.update";
+    let parsed = (|| {
+        let map = object_args(T, args)?;
+        let owner = owner_arg(map, T)?;
+        let id = string_arg(map, T, "id")?.ok_or(format!("{T}: id is required"))?;
+        Ok::<_, String>((
+            owner,
+            id,
+            string_arg(map, T, "pattern")?,
+            string_arg(map, T, "action")?,
+            string_arg(map, T, "position")?,
+        ))
+    })();
+    let (owner, id, pattern, action, position) = match parsed {
+        Ok(v) => v,
+        Err(message) => return Ok(Err(message)),
+    };
+    let updated = engine
+        .update_policy(&id, owner, pattern.as_deref(), action.as_deref(), position)
+        .await?;
+    Ok(Ok(policy_json(&updated)))
+}
+
+async fn policies_remove(engine: &Engine, args: &Value) -> BuiltinResult {
+    const T: &str = "executor.coreTools.policies.remove";
+    let parsed = (|| {
+        let map = object_args(T, args)?;
+        let owner = owner_arg(map, T)?;
+        let id = string_arg(map, T, "id")?.ok_or(format!("{T}: id is required"))?;
+        Ok::<_, String>((owner, id))
+    })();
+    let (owner, id) = match parsed {
+        Ok(v) => v,
+        Err(message) => return Ok(Err(message)),
+    };
+    engine.remove_policy(owner, &id).await?;
+    Ok(Ok(json!({"removed": true})))
 }
 
 /// `Ok(Err(message))` = bad arguments, thrown in the sandbox.
@@ -443,8 +593,12 @@ impl Engine {
             .store
             .list_tools(&self.inner.scope, &executor_store::ToolFilter::default())
             .await?;
+        // Blocked tools are invisible to agents: not searchable, not describable.
+        let policies = self.policy_set().await?;
+        let visible = |id: &str| policies.resolve(id, false).action() != PolicyAction::Block;
         let mut entries: Vec<SearchEntry> = STATIC_TOOLS
             .iter()
+            .filter(|t| visible(t.fqid))
             .map(|t| SearchEntry {
                 path: t.fqid.to_owned(),
                 name: t.name().to_owned(),
@@ -452,18 +606,18 @@ impl Engine {
                 integration: crate::BUILTIN_INTEGRATION.to_owned(),
             })
             .collect();
-        entries.extend(tools.into_iter().map(|t| SearchEntry {
-            path: format!(
-                "{}.{}.{}.{}",
-                t.integration,
-                t.owner.as_str(),
-                t.connection,
-                t.name
-            ),
-            name: t.name,
-            description: t.description,
-            integration: t.integration,
-        }));
+        entries.extend(
+            tools
+                .into_iter()
+                .map(|t| (t.address().path(), t))
+                .filter(|(path, _)| visible(path))
+                .map(|(path, t)| SearchEntry {
+                    path,
+                    name: t.name,
+                    description: t.description,
+                    integration: t.integration,
+                }),
+        );
         let index = Arc::new(SearchIndex::new(entries));
         *cached = Some((generation, index.clone()));
         Ok(index)

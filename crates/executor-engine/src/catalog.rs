@@ -100,6 +100,8 @@ pub struct ToolListFilter {
     pub owner: Option<Owner>,
     pub connection: Option<String>,
     pub query: Option<String>,
+    /// Agent surfaces hide blocked tools; the HTTP listing shows them unless told otherwise.
+    pub exclude_blocked: bool,
 }
 
 impl Engine {
@@ -383,6 +385,7 @@ impl Engine {
             owner: Some(key.owner),
             connection: Some(key.name.clone()),
             query: None,
+            exclude_blocked: false,
         })
         .await
     }
@@ -506,6 +509,17 @@ impl Engine {
                 )
                 .await?,
         );
+        if filter.exclude_blocked {
+            let policies = self.policy_set().await?;
+            out.retain(|t| {
+                let id = if t.connection == crate::STATIC_TOOL_CONNECTION && t.integration == BUILTIN_INTEGRATION {
+                    format!("{BUILTIN_INTEGRATION}.{}", t.name)
+                } else {
+                    t.address().path()
+                };
+                policies.resolve(&id, false).action() != executor_core::policy::PolicyAction::Block
+            });
+        }
         Ok(out)
     }
 
@@ -576,7 +590,14 @@ impl Engine {
             address: address.to_owned(),
             suggestions: Vec::new(),
         };
+        let blocked = |id: &str, set: &executor_core::policy::PolicySet| {
+            set.resolve(id, false).action() == executor_core::policy::PolicyAction::Block
+        };
+        let policies = self.policy_set().await?;
         if let Some(tool) = crate::builtins::static_tool(address) {
+            if blocked(tool.fqid, &policies) {
+                return Err(not_found());
+            }
             let input = (tool.input_schema)();
             let types = render_tool_types(Some(&input), None, &serde_json::Map::new());
             return Ok(ToolSchema {
@@ -590,6 +611,9 @@ impl Engine {
             });
         }
         let parsed = ToolAddress::parse(address).map_err(|_| not_found())?;
+        if blocked(&parsed.path(), &policies) {
+            return Err(not_found());
+        }
         let tool = self
             .inner
             .store

@@ -4,16 +4,18 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use executor_core::policy::{Decision, PolicyAction};
 use executor_core::{ToolAddress, ToolError, ToolOutcome};
 use executor_mcp::{ExecutionScope, McpError};
 use executor_sandbox::{HostCalls, HostReply};
 use executor_store::{ConnectionKey, ToolFilter, ToolRecord};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::{OnceCell, mpsc, oneshot};
+use tokio::sync::{OnceCell, oneshot};
 
 use crate::Inner;
 use crate::execution::{ExecEvent, PauseRequest, ResumeAction};
+use crate::journal::{Journal, PauseSink};
 use crate::mcp_plugin::{self, ResolvedTarget};
 
 /// Arguments shown in an approval are cut to this many characters.
@@ -26,7 +28,9 @@ type TargetSlot = OnceCell<Result<Arc<ResolvedTarget>, Box<ToolError>>>;
 pub(crate) struct ExecutionCtx {
     mcp: Mutex<Option<Arc<ExecutionScope>>>,
     auto_approve: bool,
-    events: mpsc::UnboundedSender<ExecEvent>,
+    events: PauseSink,
+    /// The execution's journal: calls, clock values, its row in the store.
+    pub(crate) journal: Arc<Journal>,
     /// Resolved connections, so that repeated calls skip the store and credential reads.
     targets: Mutex<HashMap<ConnectionKey, Arc<TargetSlot>>>,
 }
@@ -35,12 +39,14 @@ impl ExecutionCtx {
     pub(crate) fn new(
         scope: ExecutionScope,
         auto_approve: bool,
-        events: mpsc::UnboundedSender<ExecEvent>,
+        events: PauseSink,
+        journal: Arc<Journal>,
     ) -> Self {
         Self {
             mcp: Mutex::new(Some(Arc::new(scope))),
             auto_approve,
             events,
+            journal,
             targets: Mutex::new(HashMap::new()),
         }
     }
@@ -78,11 +84,15 @@ impl HostCalls for ExecutionHost {
         let ctx = self.ctx.clone();
         Box::pin(async move {
             let io = inner.io.clone();
-            match io.spawn(dispatch(inner, ctx, path, args)).await {
+            match io.spawn(crate::journal::call(inner, ctx, path, args)).await {
                 Ok(reply) => reply,
                 Err(join_error) => HostReply::Reject(internal_tool_error(&join_error.to_string())),
             }
         })
+    }
+
+    fn clock(&self) -> f64 {
+        self.ctx.journal.clock()
     }
 }
 
@@ -100,20 +110,34 @@ fn resolve_path(path: &str) -> Option<ToolAddress> {
     }
 }
 
-async fn dispatch(
+/// One tool call (journaling and replay happen around it, in `journal::call`).
+pub(crate) async fn dispatch(
     inner: Arc<Inner>,
     ctx: Arc<ExecutionCtx>,
     path: String,
     args: Value,
 ) -> HostReply {
-    if let Some(reply) = crate::builtins::dispatch(&inner, &path, &args).await {
+    if let Some(reply) = crate::builtins::dispatch_helper(&inner, &path, &args).await {
         return reply;
+    }
+    let engine = crate::Engine {
+        inner: inner.clone(),
+    };
+    if let Some(tool) = crate::builtins::static_tool(&path) {
+        let gate = Gate {
+            path: &path,
+            policy_id: tool.fqid,
+            address: tool.fqid,
+            requires_approval: tool.requires_approval,
+            approval_description: None,
+        };
+        if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
+            return reply;
+        }
+        return crate::builtins::run_static(&engine, tool, &args).await;
     }
     let Some(address) = resolve_path(&path) else {
         // Not an integration address: an unknown helper or static tool.
-        let engine = crate::Engine {
-            inner: inner.clone(),
-        };
         let leaf = path.rsplit('.').next().unwrap_or(&path);
         let suggestions = engine.suggestions(leaf, None).await;
         return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
@@ -126,28 +150,17 @@ async fn dispatch(
         }
         Err(e) => return HostReply::Reject(internal_tool_error(&e.to_string())),
     };
-
-    if requires_approval(&tool) && !ctx.auto_approve {
-        let message = approval_message(&tool, &address, &args);
-        let (respond, answer) = oneshot::channel();
-        let request = PauseRequest {
-            message,
-            address: address.to_string(),
-            args: args.clone(),
-            respond,
-        };
-        if ctx.events.send(ExecEvent::Paused(request)).is_err() {
-            return HostReply::Reject(declined(&path, "cancelled"));
-        }
-        match answer.await {
-            Ok((ResumeAction::Accept, _)) => {}
-            Ok((ResumeAction::Decline, _)) => {
-                return HostReply::Reject(declined(&path, "declined"));
-            }
-            Ok((ResumeAction::Cancel, _)) | Err(_) => {
-                return HostReply::Reject(declined(&path, "cancelled"));
-            }
-        }
+    let policy_id = address.path();
+    let full_address = address.to_string();
+    let gate = Gate {
+        path: &path,
+        policy_id: &policy_id,
+        address: &full_address,
+        requires_approval: requires_approval(&tool),
+        approval_description: annotation_str(&tool, "approvalDescription"),
+    };
+    if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
+        return reply;
     }
 
     match tool.plugin_id.as_str() {
@@ -235,26 +248,80 @@ fn requires_approval(tool: &ToolRecord) -> bool {
         .unwrap_or(false)
 }
 
-fn approval_message(tool: &ToolRecord, address: &ToolAddress, args: &Value) -> String {
-    let head = tool
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get("approvalDescription"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("Approve {address}?"));
-    let shown = if args.is_null() {
-        json!({})
-    } else {
-        args.clone()
-    };
+fn annotation_str<'a>(tool: &'a ToolRecord, key: &str) -> Option<&'a str> {
+    tool.annotations.as_ref().and_then(|a| a.get(key)).and_then(Value::as_str)
+}
+
+/// The policy gate every tool call passes, dynamic and static alike: block, approve, or pause
+/// for a person's decision.
+struct Gate<'a> {
+    /// The path the code called, for messages.
+    path: &'a str,
+    /// What policy patterns match: `<integration>.<owner>.<connection>.<tool>` or a static fqid.
+    policy_id: &'a str,
+    /// How approvals name the tool.
+    address: &'a str,
+    requires_approval: bool,
+    approval_description: Option<&'a str>,
+}
+
+impl Gate<'_> {
+    async fn pass(&self, engine: &crate::Engine, ctx: &ExecutionCtx, args: &Value) -> Result<(), HostReply> {
+        let decision = engine
+            .decide(self.policy_id, self.requires_approval)
+            .await
+            .map_err(|e| HostReply::Reject(internal_tool_error(&e.to_string())))?;
+        let head = match (&decision, decision.action()) {
+            (_, PolicyAction::Approve) => return Ok(()),
+            (Decision::Rule { pattern, .. }, PolicyAction::Block) => {
+                return Err(HostReply::Resolve(
+                    ToolOutcome::Err(
+                        ToolError::new("tool_blocked", format!("Tool blocked by policy: {}", self.path))
+                            .with_retryable(false)
+                            .with_details(json!({ "path": self.path, "pattern": pattern })),
+                    )
+                    .to_json(),
+                ));
+            }
+            (_, PolicyAction::Block) => {
+                return Err(HostReply::Resolve(
+                    ToolOutcome::Err(ToolError::new("tool_blocked", format!("Tool blocked by policy: {}", self.path)))
+                        .to_json(),
+                ));
+            }
+            _ if ctx.auto_approve => return Ok(()),
+            (Decision::Rule { pattern, .. }, _) => {
+                format!("Approve {}? (matched policy: {pattern})", self.address)
+            }
+            (Decision::PluginDefault { .. }, _) => self
+                .approval_description
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("Approve {}?", self.address)),
+        };
+        let message = approval_message(&head, args);
+        let (respond, answer) = oneshot::channel();
+        let request = PauseRequest {
+            message,
+            address: self.address.to_owned(),
+            args: args.clone(),
+            respond,
+        };
+        if ctx.events.send(ExecEvent::Paused(request)).is_err() {
+            return Err(HostReply::Reject(declined(self.path, "cancelled")));
+        }
+        match answer.await {
+            Ok((ResumeAction::Accept, _)) => Ok(()),
+            Ok((ResumeAction::Decline, _)) => Err(HostReply::Reject(declined(self.path, "declined"))),
+            Ok((ResumeAction::Cancel, _)) | Err(_) => Err(HostReply::Reject(declined(self.path, "cancelled"))),
+        }
+    }
+}
+
+fn approval_message(head: &str, args: &Value) -> String {
+    let shown = if args.is_null() { json!({}) } else { crate::journal::redact(args) };
     let mut preview = serde_json::to_string_pretty(&shown).unwrap_or_default();
     if preview.chars().count() > APPROVAL_ARGS_PREVIEW {
-        preview = preview
-            .chars()
-            .take(APPROVAL_ARGS_PREVIEW)
-            .collect::<String>()
-            + "...";
+        preview = preview.chars().take(APPROVAL_ARGS_PREVIEW).collect::<String>() + "...";
     }
     format!("{head}\n\nArguments:\n{preview}")
 }

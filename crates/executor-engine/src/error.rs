@@ -27,6 +27,11 @@ pub enum EngineError {
     InvalidConnectionInput { message: String },
     #[error("credential provider not registered: {provider}")]
     CredentialProviderNotRegistered { provider: String },
+    /// A policy pattern, action or position that does not parse.
+    #[error("{message}")]
+    InvalidPolicy { message: String },
+    #[error("policy not found: {id}")]
+    PolicyNotFound { id: String },
     /// Bad input that the wire layer reports as a schema error.
     #[error("{message}")]
     InvalidInput { message: String },

@@ -1,19 +1,34 @@
 //! Executions: run code in the sandbox, race "finished" against "first pause", and resume
 //! paused executions. Pauses are queued: concurrent gated calls pause one after another.
+//!
+//! Every execution is journaled (`journal.rs`) and saved in the store when it pauses and when it
+//! settles. A pause that is still live in this process is resumed in place; one that survived a
+//! restart is resumed by re-running its code against its journal. Resuming is idempotent: a
+//! settled execution answers with its stored outcome, and concurrent resumes of one execution
+//! share one answer. Pauses expire after the configured TTL.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use executor_core::{Completed, format_completed};
+use executor_core::{Completed, format_completed, now_ms};
+use executor_sandbox::RunOptions;
+use executor_store::{ExecutionStatus, ExecutionSummary};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::AbortHandle;
 
-use crate::Engine;
 use crate::dispatch::{ExecutionCtx, ExecutionHost};
 use crate::error::{EngineError, EngineResult};
+use crate::journal::{self, Event, Journal, PauseSink};
+use crate::{Engine, Inner};
 
 /// Settled outcomes remembered so that a repeated resume replays the same answer.
 const SETTLED_KEEP: usize = 64;
+/// Most executions one history page returns.
+pub const MAX_HISTORY_PAGE: u32 = 500;
+/// How often settled executions older than the retention are deleted.
+const PURGE_EVERY: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResumeAction {
@@ -29,6 +44,14 @@ impl ResumeAction {
             "decline" => Some(Self::Decline),
             "cancel" => Some(Self::Cancel),
             _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
         }
     }
 }
@@ -59,20 +82,76 @@ pub(crate) enum ExecEvent {
     Done(Completed),
 }
 
+/// An execution whose code is running (or waiting) on the sandbox pool.
+struct Live {
+    events: mpsc::UnboundedReceiver<Event>,
+    journal: Arc<Journal>,
+    task: AbortHandle,
+}
+
 struct PausedExecution {
-    events: mpsc::UnboundedReceiver<ExecEvent>,
+    live: Live,
     current: PauseRequest,
+    /// Journal seq of the call that paused.
+    seq: Option<i64>,
+    expires_at: i64,
+}
+
+impl PausedExecution {
+    /// Stops the execution without settling it: nothing more is written, the code is dropped.
+    fn abandon(self) {
+        self.live.journal.detach();
+        self.live.task.abort();
+    }
+}
+
+/// A resume's answer, shared with concurrent resumes of the same execution.
+type Shared = Option<Result<ExecutionOutcome, SharedError>>;
+
+#[derive(Debug, Clone)]
+enum SharedError {
+    NotFound(String),
+    Other(String),
+}
+
+impl From<&EngineError> for SharedError {
+    fn from(e: &EngineError) -> Self {
+        match e {
+            EngineError::ExecutionNotFound { execution_id } => {
+                SharedError::NotFound(execution_id.clone())
+            }
+            other => SharedError::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<SharedError> for EngineError {
+    fn from(e: SharedError) -> Self {
+        match e {
+            SharedError::NotFound(execution_id) => EngineError::ExecutionNotFound { execution_id },
+            SharedError::Other(message) => EngineError::Internal(message),
+        }
+    }
 }
 
 #[derive(Default)]
 pub(crate) struct Registry {
     paused: Mutex<HashMap<String, PausedExecution>>,
     settled: Mutex<VecDeque<(String, Completed)>>,
+    resuming: Mutex<HashMap<String, watch::Receiver<Shared>>>,
+    /// Executions left `running` by a previous process are failed once, before this process
+    /// writes `running` itself.
+    recovered: tokio::sync::OnceCell<()>,
 }
 
 impl Registry {
+    /// Abandons every live pause; their rows stay `paused` in the store, resumable after a
+    /// restart.
     pub(crate) fn clear(&self) {
-        lock(&self.paused).clear();
+        let drained: Vec<PausedExecution> = lock(&self.paused).drain().map(|(_, p)| p).collect();
+        for paused in drained {
+            paused.abandon();
+        }
     }
 
     fn settle(&self, id: String, completed: Completed) {
@@ -95,6 +174,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Removes a resume from the in-flight map when it ends (or its caller goes away).
+struct ResumingGuard<'a> {
+    registry: &'a Registry,
+    id: &'a str,
+}
+
+impl Drop for ResumingGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.registry.resuming).remove(self.id);
+    }
+}
+
 impl Engine {
     /// Runs `code`. `auto_approve` means the caller is the approver: gated calls run inline.
     pub async fn execute(
@@ -102,45 +193,75 @@ impl Engine {
         code: String,
         auto_approve: bool,
     ) -> EngineResult<ExecutionOutcome> {
+        let id = format!("exec_{}", uuid::Uuid::now_v7());
+        let journal = Journal::fresh(id, code, auto_approve);
+        let live = self.start(journal);
+        self.next_event(live).await
+    }
+
+    /// Starts the journal's code on the sandbox pool.
+    fn start(&self, journal: Arc<Journal>) -> Live {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let ctx = Arc::new(ExecutionCtx::new(
             self.inner.mcp.scope(),
-            auto_approve,
-            events_tx.clone(),
+            journal.auto_approve,
+            PauseSink::new(events_tx.clone()),
+            journal.clone(),
         ));
         let host = Arc::new(ExecutionHost {
             inner: self.inner.clone(),
             ctx: ctx.clone(),
         });
+        let options = RunOptions {
+            seed: journal.seed,
+            time_origin_ms: Some(journal.started_at as f64),
+        };
         let inner = self.inner.clone();
-        self.inner.io.spawn(async move {
-            let output = inner.sandbox.run(&code, host).await;
+        let task_journal = journal.clone();
+        let task = self.inner.io.spawn(async move {
+            let journal = task_journal;
+            let output = inner.sandbox.run_with(&journal.code, host, options).await;
             ctx.finish().await;
-            let _ = events_tx.send(ExecEvent::Done(format_completed(output)));
+            let completed = format_completed(journal.finish_output(output));
+            if journal.is_persisted() {
+                // It was paused, so someone may resume it again: durable before it is answered.
+                journal.persist_finish(&inner, &completed).await;
+                let _ = events_tx.send((None, ExecEvent::Done(completed)));
+            } else {
+                // Nobody holds its id: answer first, then record it in the history.
+                let _ = events_tx.send((None, ExecEvent::Done(completed.clone())));
+                journal.persist_finish(&inner, &completed).await;
+            }
         });
-        self.next_event(events_rx, None).await
+        Live {
+            events: events_rx,
+            journal,
+            task: task.abort_handle(),
+        }
     }
 
-    async fn next_event(
-        &self,
-        mut events: mpsc::UnboundedReceiver<ExecEvent>,
-        id: Option<String>,
-    ) -> EngineResult<ExecutionOutcome> {
-        match events.recv().await {
-            Some(ExecEvent::Done(completed)) => {
-                if let Some(id) = id {
+    async fn next_event(&self, mut live: Live) -> EngineResult<ExecutionOutcome> {
+        let id = live.journal.id.clone();
+        match live.events.recv().await {
+            Some((_, ExecEvent::Done(completed))) => {
+                if live.journal.is_persisted() {
                     self.inner.executions.settle(id, completed.clone());
                 }
                 Ok(ExecutionOutcome::Completed(completed))
             }
-            Some(ExecEvent::Paused(request)) => {
-                let id = id.unwrap_or_else(|| format!("exec_{}", uuid::Uuid::new_v4()));
-                let paused = paused_view(&id, &request);
+            Some((seq, ExecEvent::Paused(request))) => {
+                let expires_at = now_ms().saturating_add(ttl_ms(self.inner.pause_ttl));
+                live.journal
+                    .persist_pause(&self.inner, seq, &request, expires_at)
+                    .await;
+                let paused = paused_view(&id, &request.message, &request.address, &request.args);
                 lock(&self.inner.executions.paused).insert(
                     id,
                     PausedExecution {
-                        events,
+                        live,
                         current: request,
+                        seq,
+                        expires_at,
                     },
                 );
                 Ok(ExecutionOutcome::Paused(paused))
@@ -151,36 +272,314 @@ impl Engine {
         }
     }
 
-    /// The pending interaction of a paused execution.
-    pub fn paused_execution(&self, id: &str) -> EngineResult<Paused> {
-        lock(&self.inner.executions.paused)
-            .get(id)
-            .map(|p| paused_view(id, &p.current))
-            .ok_or_else(|| EngineError::ExecutionNotFound {
-                execution_id: id.to_owned(),
-            })
+    /// The pending interaction of a paused execution (live, or saved before a restart).
+    pub async fn paused_execution(&self, id: &str) -> EngineResult<Paused> {
+        let not_found = || EngineError::ExecutionNotFound {
+            execution_id: id.to_owned(),
+        };
+        let now = now_ms();
+        {
+            let paused = lock(&self.inner.executions.paused);
+            if let Some(p) = paused.get(id) {
+                return if p.expires_at > now {
+                    Ok(paused_view(
+                        id,
+                        &p.current.message,
+                        &p.current.address,
+                        &p.current.args,
+                    ))
+                } else {
+                    Err(not_found())
+                };
+            }
+        }
+        let Some(rec) = self
+            .inner
+            .store
+            .get_execution(&self.inner.scope, id)
+            .await?
+        else {
+            return Err(not_found());
+        };
+        match (&rec.status, &rec.pending, rec.expires_at) {
+            (ExecutionStatus::Paused, Some(pending), Some(expires_at)) if expires_at > now => {
+                Ok(stored_paused_view(id, pending))
+            }
+            _ => Err(not_found()),
+        }
     }
 
     /// Answers the pending interaction and waits for the next pause or the end.
+    ///
+    /// Idempotent: a settled execution answers with its stored outcome; a resume of an execution
+    /// that is already being resumed waits for and returns that resume's answer.
     pub async fn resume(
         &self,
         id: &str,
         action: ResumeAction,
         content: Option<Value>,
     ) -> EngineResult<ExecutionOutcome> {
-        let taken = lock(&self.inner.executions.paused).remove(id);
-        let Some(paused) = taken else {
-            return self
-                .inner
-                .executions
-                .replay(id)
-                .map(ExecutionOutcome::Completed)
-                .ok_or_else(|| EngineError::ExecutionNotFound {
-                    execution_id: id.to_owned(),
-                });
+        let registry = &self.inner.executions;
+        let joined = {
+            let mut resuming = lock(&registry.resuming);
+            match resuming.get(id) {
+                Some(rx) => Err(rx.clone()),
+                None => {
+                    let (tx, rx) = watch::channel(None);
+                    resuming.insert(id.to_owned(), rx);
+                    Ok(tx)
+                }
+            }
         };
-        let _ = paused.current.respond.send((action, content));
-        self.next_event(paused.events, Some(id.to_owned())).await
+        let tx = match joined {
+            Ok(tx) => tx,
+            Err(mut rx) => {
+                // Another resume of this execution is in flight: its answer is ours.
+                if let Ok(answer) = rx.wait_for(Option::is_some).await
+                    && let Some(answer) = answer.clone()
+                {
+                    return answer.map_err(EngineError::from);
+                }
+                // It went away without an answer: look again.
+                return Box::pin(self.resume(id, action, content)).await;
+            }
+        };
+        let guard = ResumingGuard { registry, id };
+        let result = self.resume_once(id, action, content).await;
+        let shared = match &result {
+            Ok(outcome) => Ok(outcome.clone()),
+            Err(e) => Err(SharedError::from(e)),
+        };
+        let _ = tx.send(Some(shared));
+        drop(guard);
+        result
+    }
+
+    async fn resume_once(
+        &self,
+        id: &str,
+        action: ResumeAction,
+        content: Option<Value>,
+    ) -> EngineResult<ExecutionOutcome> {
+        self.recover().await;
+        let now = now_ms();
+        let taken = lock(&self.inner.executions.paused).remove(id);
+        if let Some(paused) = taken {
+            if paused.expires_at <= now {
+                paused.abandon();
+                self.sweep_expired(now).await;
+                return Ok(ExecutionOutcome::Completed(self.expired_outcome()));
+            }
+            paused
+                .live
+                .journal
+                .persist_running(&self.inner, paused.seq, action)
+                .await;
+            let _ = paused.current.respond.send((action, content));
+            return self.next_event(paused.live).await;
+        }
+        if let Some(completed) = self.inner.executions.replay(id) {
+            return Ok(ExecutionOutcome::Completed(completed));
+        }
+        self.resume_stored(id, action, now).await
+    }
+
+    /// Resumes an execution known only to the store (it paused before a restart), or answers
+    /// with its stored outcome.
+    async fn resume_stored(
+        &self,
+        id: &str,
+        action: ResumeAction,
+        now: i64,
+    ) -> EngineResult<ExecutionOutcome> {
+        let not_found = || EngineError::ExecutionNotFound {
+            execution_id: id.to_owned(),
+        };
+        let store = &self.inner.store;
+        let Some(rec) = store.get_execution(&self.inner.scope, id).await? else {
+            return Err(not_found());
+        };
+        match rec.status {
+            status if status.is_settled() => {
+                let outcome = rec
+                    .outcome
+                    .as_ref()
+                    .and_then(journal::completed_from_json)
+                    .unwrap_or_else(|| self.expired_outcome());
+                Ok(ExecutionOutcome::Completed(outcome))
+            }
+            // Not being resumed here (that would have been joined above): left behind by a
+            // process that stopped while resuming it.
+            ExecutionStatus::Running => Ok(ExecutionOutcome::Completed(interrupted_outcome())),
+            _ if rec.expires_at.is_some_and(|at| at <= now) => {
+                self.sweep_expired(now).await;
+                Ok(ExecutionOutcome::Completed(self.expired_outcome()))
+            }
+            _ => {
+                if !store
+                    .claim_paused_execution(&self.inner.scope, id, now)
+                    .await?
+                {
+                    return Err(not_found());
+                }
+                let calls = store.execution_calls(id).await?;
+                tracing::info!(execution_id = %id, calls = calls.len(), action = action.as_str(), "resuming a saved execution by replay");
+                let journal = Journal::restored(rec, calls, action);
+                let live = self.start(journal);
+                self.next_event(live).await
+            }
+        }
+    }
+
+    /// Recent executions, newest first.
+    pub async fn list_executions(
+        &self,
+        limit: u32,
+        offset: u32,
+    ) -> EngineResult<Vec<ExecutionSummary>> {
+        Ok(self
+            .inner
+            .store
+            .list_executions(&self.inner.scope, limit.min(MAX_HISTORY_PAGE), offset)
+            .await?)
+    }
+
+    /// Fails executions a previous process left `running` (once per engine).
+    async fn recover(&self) {
+        recover(&self.inner).await;
+    }
+
+    /// Marks due pauses expired in the store and abandons their live executions.
+    async fn sweep_expired(&self, now: i64) {
+        sweep_expired(&self.inner, now).await;
+    }
+
+    fn expired_outcome(&self) -> Completed {
+        expired_outcome(self.inner.pause_ttl)
+    }
+}
+
+pub(crate) async fn recover(inner: &Inner) {
+    inner
+        .executions
+        .recovered
+        .get_or_init(|| async {
+            let outcome = journal::completed_to_json(&interrupted_outcome());
+            match inner
+                .store
+                .fail_running_executions(now_ms(), &outcome)
+                .await
+            {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(
+                    count = n,
+                    "executions interrupted by a restart while resuming were marked failed"
+                ),
+                Err(e) => tracing::error!(error = %e, "could not recover interrupted executions"),
+            }
+        })
+        .await;
+}
+
+pub(crate) async fn sweep_expired(inner: &Inner, now: i64) {
+    let outcome = journal::completed_to_json(&expired_outcome(inner.pause_ttl));
+    let expired = match inner.store.expire_paused_executions(now, &outcome).await {
+        Ok(ids) => ids,
+        Err(e) => {
+            tracing::error!(error = %e, "could not expire paused executions");
+            Vec::new()
+        }
+    };
+    let abandoned: Vec<PausedExecution> = {
+        let mut paused = lock(&inner.executions.paused);
+        let due: Vec<String> = paused
+            .iter()
+            .filter(|(id, p)| p.expires_at <= now || expired.contains(id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        due.iter().filter_map(|id| paused.remove(id)).collect()
+    };
+    if !expired.is_empty() || !abandoned.is_empty() {
+        tracing::info!(
+            stored = expired.len(),
+            live = abandoned.len(),
+            "paused executions expired"
+        );
+    }
+    for paused in abandoned {
+        paused.abandon();
+    }
+}
+
+/// The background sweep: expires pauses and purges old history. Holds the engine weakly, so it
+/// ends when the engine is dropped.
+pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
+    let weak = Arc::downgrade(inner);
+    let every = (inner.pause_ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+    inner.io.spawn(async move {
+        let mut last_purge: Option<tokio::time::Instant> = None;
+        loop {
+            {
+                let Some(inner) = weak.upgrade() else { return };
+                recover(&inner).await;
+                let now = now_ms();
+                sweep_expired(&inner, now).await;
+                if last_purge.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
+                    last_purge = Some(tokio::time::Instant::now());
+                    let before = now.saturating_sub(ttl_ms(inner.history_retention));
+                    match inner.store.delete_settled_executions(before).await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(count = n, "old executions deleted"),
+                        Err(e) => tracing::warn!(error = %e, "could not delete old executions"),
+                    }
+                }
+            }
+            tokio::time::sleep(every).await;
+        }
+    });
+}
+
+fn ttl_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn error_outcome(message: &str, extra: Value) -> Completed {
+    let mut structured = json!({"status": "error", "error": message, "logs": []});
+    if let (Value::Object(s), Value::Object(extra)) = (&mut structured, extra) {
+        s.extend(extra);
+    }
+    Completed {
+        text: format!("Error: {message}"),
+        structured,
+        is_error: true,
+    }
+}
+
+pub(crate) fn expired_outcome(ttl: Duration) -> Completed {
+    let message = format!(
+        "This execution expired: nobody answered its approval within {}, so it was abandoned and did not continue. Run the code again to retry.",
+        human_duration(ttl)
+    );
+    error_outcome(&message, json!({"expired": true}))
+}
+
+fn interrupted_outcome() -> Completed {
+    error_outcome(
+        "This execution was interrupted: the server stopped while it was running after a resume. It did not finish; check what it did and run the code again if needed.",
+        json!({"interrupted": true}),
+    )
+}
+
+fn human_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 3600 && secs.is_multiple_of(3600) {
+        format!("{}h", secs / 3600)
+    } else if secs >= 60 && secs.is_multiple_of(60) {
+        format!("{}m", secs / 60)
+    } else if secs >= 1 && d.subsec_millis() == 0 {
+        format!("{secs}s")
+    } else {
+        format!("{}ms", d.as_millis())
     }
 }
 
@@ -188,11 +587,28 @@ const RESUME_INSTRUCTIONS: &str = "Show the user the message above and ask them 
 Then resume the execution with its executionId and action \"accept\", \"decline\" or \"cancel\" \
 (HTTP: POST /api/executions/<executionId>/resume; MCP: the resume tool).";
 
-fn paused_view(id: &str, request: &PauseRequest) -> Paused {
+fn stored_paused_view(id: &str, pending: &Value) -> Paused {
+    let text = |key: &str| {
+        pending
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    paused_view(
+        id,
+        &text("message"),
+        &text("address"),
+        pending.get("args").unwrap_or(&Value::Null),
+    )
+}
+
+/// The view of a pause; arguments are shown redacted (the stored pending holds them redacted,
+/// so a live pause and the same pause read back after a restart look the same).
+fn paused_view(id: &str, message: &str, address: &str, args: &Value) -> Paused {
     let schema = json!({"type": "object", "properties": {}});
     let text = format!(
-        "Execution paused: {}\nThe tool needs a decision from the user before it runs.\nRequested schema:\n{}\nexecutionId: {id}\ninstructions: {RESUME_INSTRUCTIONS}",
-        request.message,
+        "Execution paused: {message}\nThe tool needs a decision from the user before it runs.\nRequested schema:\n{}\nexecutionId: {id}\ninstructions: {RESUME_INSTRUCTIONS}",
         serde_json::to_string_pretty(&schema).unwrap_or_default(),
     );
     let structured = json!({
@@ -200,10 +616,10 @@ fn paused_view(id: &str, request: &PauseRequest) -> Paused {
         "executionId": id,
         "interaction": {
             "kind": "form",
-            "message": request.message,
+            "message": message,
             "instructions": RESUME_INSTRUCTIONS,
-            "address": request.address,
-            "args": request.args,
+            "address": address,
+            "args": journal::redact(args),
             "requestedSchema": schema,
         }
     });

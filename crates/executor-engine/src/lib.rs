@@ -7,7 +7,9 @@ mod catalog;
 mod dispatch;
 mod error;
 mod execution;
+mod journal;
 mod mcp_plugin;
+mod policies;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +24,9 @@ pub use catalog::{
     ToolSchema,
 };
 pub use error::{EngineError, EngineResult};
-pub use execution::{ExecutionOutcome, Paused, ResumeAction};
+pub use execution::{ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ResumeAction};
+pub use executor_store::{ExecutionStatus, ExecutionSummary};
+pub use policies::PolicyView;
 pub use mcp_plugin::{AddMcpServer, McpAuthShorthand, McpServerView, ProbeView};
 
 /// Everything the engine needs to start. No `Default`: the binary decides.
@@ -34,7 +38,16 @@ pub struct EngineConfig {
     /// Executions that may run at once; more wait for a slot.
     pub max_concurrent_executions: usize,
     pub mcp: McpClientConfig,
+    /// How long a paused execution waits for a decision before it expires (default 24 h).
+    pub pause_ttl: Duration,
+    /// How long settled executions stay in the history (default 7 days).
+    pub history_retention: Duration,
 }
+
+/// Default [`EngineConfig::pause_ttl`].
+pub const DEFAULT_PAUSE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Default [`EngineConfig::history_retention`].
+pub const DEFAULT_HISTORY_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 impl EngineConfig {
     pub fn with_js_timeout(js_time: Duration) -> Self {
@@ -50,6 +63,8 @@ impl EngineConfig {
                 .max(2),
             max_concurrent_executions: 256,
             mcp: McpClientConfig::default(),
+            pause_ttl: DEFAULT_PAUSE_TTL,
+            history_retention: DEFAULT_HISTORY_RETENTION,
         }
     }
 }
@@ -68,6 +83,8 @@ pub(crate) struct Inner {
     /// The async runtime that owns IO; host calls made from the JS threads are spawned here.
     pub(crate) io: tokio::runtime::Handle,
     pub(crate) executions: execution::Registry,
+    pub(crate) pause_ttl: Duration,
+    pub(crate) history_retention: Duration,
     /// Fires when integrations or connections change, so agent surfaces can say their tool
     /// list changed.
     pub(crate) catalog_changed: tokio::sync::broadcast::Sender<()>,
@@ -75,6 +92,7 @@ pub(crate) struct Inner {
     pub(crate) catalog_generation: std::sync::atomic::AtomicU64,
     pub(crate) search_index: builtins::IndexCache,
     pub(crate) freshness: catalog::Freshness,
+    pub(crate) policies: policies::PolicyCache,
 }
 
 impl Engine {
@@ -92,12 +110,16 @@ impl Engine {
             mcp,
             io: tokio::runtime::Handle::current(),
             executions: execution::Registry::default(),
+            pause_ttl: config.pause_ttl,
+            history_retention: config.history_retention,
             catalog_changed: tokio::sync::broadcast::channel(16).0,
             catalog_generation: std::sync::atomic::AtomicU64::new(0),
             search_index: builtins::IndexCache::default(),
             freshness: catalog::Freshness::default(),
+            policies: policies::PolicyCache::default(),
         });
         mcp_plugin::watch_list_changed(&inner);
+        execution::spawn_sweeper(&inner);
         Engine { inner }
     }
 
@@ -128,7 +150,8 @@ impl Engine {
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
-    /// Drops paused executions and closes every downstream session.
+    /// Abandons live paused executions (they stay paused in the store, resumable by the next
+    /// process) and closes every downstream session.
     pub async fn shutdown(&self) {
         self.inner.executions.clear();
         self.inner.mcp.shutdown().await;

@@ -143,6 +143,7 @@ async fn run(engine: &Engine, code: &str) -> Value {
 async fn search_describe_and_list_on_a_5000_tool_catalog() {
     let (engine, _dir) = seeded_engine().await;
 
+    let before = rss_kib();
     let found = run(
         &engine,
         "return await tools.search({ query: 'stripe invoices create' })",
@@ -257,4 +258,16 @@ async fn search_describe_and_list_on_a_5000_tool_catalog() {
     let p50 = samples[samples.len() / 2];
     println!("execute(tools.search) p50 on 5,000 tools: {p50:?}");
     assert!(p50 < Duration::from_millis(250), "{p50:?}");
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }

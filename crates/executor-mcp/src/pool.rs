@@ -119,9 +119,44 @@ struct PoolState {
     closed: bool,
 }
 
+/// The HTTP clients of the downstream transports.
+#[derive(Clone)]
+struct HttpClients {
+    /// Legacy HTTP+SSE: keep-alive connection pool (its POSTs are answered with a bare 202).
+    pooled: reqwest::Client,
+    /// Streamable HTTP: no idle connection reuse — every POST rides a fresh TCP connection.
+    ///
+    /// A streamable-HTTP server answers a POST with an SSE stream written in (at least) two pieces:
+    /// headers plus rmcp's priming event first, the JSON-RPC response and the chunked terminator a
+    /// moment later. If the server leaves Nagle's algorithm on (no TCP_NODELAY — common), the second
+    /// write waits for the ACK of the first, and on a reused keep-alive connection Linux is in
+    /// delayed-ACK ("pingpong") mode, so that ACK comes only after the ~40 ms delayed-ACK timer: every
+    /// call then costs ~44 ms. A fresh connection starts in quick-ACK mode, so the response arrives at
+    /// once. This is what rmcp's own default client does (`pool_max_idle_per_host(0)`); the price is
+    /// one TCP (for https also TLS) handshake per POST, as for a plain rmcp client (~0.1 ms on
+    /// loopback). Tested by `tests/latency.rs`.
+    streamable: reqwest::Client,
+}
+
+impl HttpClients {
+    fn new() -> Self {
+        let builder = || {
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .tcp_nodelay(true)
+        };
+        let pooled = builder().build().unwrap_or_else(|_| reqwest::Client::new());
+        let streamable = builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap_or_else(|_| pooled.clone());
+        Self { pooled, streamable }
+    }
+}
+
 struct Inner {
     config: McpClientConfig,
-    http: reqwest::Client,
+    http: HttpClients,
     state: Mutex<PoolState>,
     callbacks: Arc<Callbacks>,
     live: AtomicUsize,
@@ -264,45 +299,51 @@ impl Inner {
 
 /// Build the rmcp client transport for `target` and run the handshake.
 async fn connect(
-    http: &reqwest::Client,
+    http: &HttpClients,
     target: &RemoteTarget,
     handler: Handler,
     sse_timeout: Duration,
 ) -> Result<Service, McpError> {
     match target.transport {
-        RemoteTransport::StreamableHttp => connect_streamable(http, target, handler).await,
-        RemoteTransport::Sse => connect_sse(http, target, handler, sse_timeout).await,
-        RemoteTransport::Auto => match connect_streamable(http, target, handler.clone()).await {
-            Ok(service) => Ok(service),
-            Err(e) if e.is_auth_rejection() => Err(e),
-            Err(McpError::Connect {
-                message,
-                http_status,
-                ..
-            }) if message.starts_with("Couldn't reach") => Err(McpError::Connect {
-                transport: "auto".into(),
-                message,
-                http_status,
-            }),
-            Err(streamable) => match connect_sse(http, target, handler, sse_timeout).await {
+        RemoteTransport::StreamableHttp => {
+            connect_streamable(&http.streamable, target, handler).await
+        }
+        RemoteTransport::Sse => connect_sse(&http.pooled, target, handler, sse_timeout).await,
+        RemoteTransport::Auto => {
+            match connect_streamable(&http.streamable, target, handler.clone()).await {
                 Ok(service) => Ok(service),
-                Err(sse) => {
-                    tracing::debug!(%sse, "legacy SSE fallback failed too");
-                    Err(match streamable {
-                        McpError::Connect {
-                            message,
-                            http_status,
-                            ..
-                        } => McpError::Connect {
-                            transport: "auto".into(),
-                            message,
-                            http_status,
-                        },
-                        other => other,
-                    })
+                Err(e) if e.is_auth_rejection() => Err(e),
+                Err(McpError::Connect {
+                    message,
+                    http_status,
+                    ..
+                }) if message.starts_with("Couldn't reach") => Err(McpError::Connect {
+                    transport: "auto".into(),
+                    message,
+                    http_status,
+                }),
+                Err(streamable) => {
+                    match connect_sse(&http.pooled, target, handler, sse_timeout).await {
+                        Ok(service) => Ok(service),
+                        Err(sse) => {
+                            tracing::debug!(%sse, "legacy SSE fallback failed too");
+                            Err(match streamable {
+                                McpError::Connect {
+                                    message,
+                                    http_status,
+                                    ..
+                                } => McpError::Connect {
+                                    transport: "auto".into(),
+                                    message,
+                                    http_status,
+                                },
+                                other => other,
+                            })
+                        }
+                    }
                 }
-            },
-        },
+            }
+        }
     }
 }
 
@@ -415,11 +456,7 @@ impl McpClient {
     /// only a weak reference and stops when the last clone is dropped or on [`McpClient::shutdown`].
     /// (Outside a runtime, idle sessions are still evicted lazily on acquire.)
     pub fn new(config: McpClientConfig) -> Self {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .tcp_nodelay(true)
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+        let http = HttpClients::new();
         let inner = Arc::new(Inner {
             config,
             http,

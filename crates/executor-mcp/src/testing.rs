@@ -6,6 +6,8 @@
 //!   request ledger (HTTP method, `Mcp-Session-Id`, JSON-RPC method, status), and
 //!   [`StatefulMcpServer::forget_sessions`] makes the server forget every session (old ids → 404).
 //! * [`serve_legacy_sse`]: the same tools behind a legacy (2024-11-05) HTTP+SSE endpoint.
+//! * [`serve_many_tools`]: a stateless streamable-HTTP server with `n` tools in one `tools/list` page
+//!   (catalog-size benchmarks).
 //!
 //! Tools: `select_workspace {workspace?}`, `get_workspace`, `slow {ms}`, `fail` (isError),
 //! `typed` (outputSchema + structuredContent), `delete_everything` (destructiveHint),
@@ -291,10 +293,22 @@ async fn bind() -> (tokio::net::TcpListener, SocketAddr) {
 }
 
 fn spawn_server(listener: tokio::net::TcpListener, router: Router, cancel: CancellationToken) {
+    spawn_server_with(listener, router, cancel, true);
+}
+
+fn spawn_server_with(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    cancel: CancellationToken,
+    nodelay: bool,
+) {
     use axum::serve::ListenerExt;
-    // Like any well-behaved MCP server: small SSE writes must not wait on Nagle.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
+    // Like any well-behaved MCP server: small SSE writes must not wait on Nagle. (`nodelay: false`
+    // imitates servers that leave Nagle on, for latency regression tests.)
+    let listener = listener.tap_io(move |tcp| {
+        if nodelay {
+            let _ = tcp.set_nodelay(true);
+        }
     });
     tokio::spawn(async move {
         let _ = axum::serve(listener, router)
@@ -336,8 +350,15 @@ impl Drop for StatefulMcpServer {
     }
 }
 
-/// Start the session-stateful streamable-HTTP fixture on `127.0.0.1:0`.
+/// Start the session-stateful streamable-HTTP fixture on `127.0.0.1:0` (TCP_NODELAY on accepted
+/// sockets).
 pub async fn serve_stateful() -> StatefulMcpServer {
+    serve_stateful_with(true).await
+}
+
+/// [`serve_stateful`], choosing whether accepted sockets get TCP_NODELAY. `false` imitates upstream
+/// servers that leave Nagle's algorithm on.
+pub async fn serve_stateful_with(nodelay: bool) -> StatefulMcpServer {
     let cancel = CancellationToken::new();
     let sessions = Arc::new(LocalSessionManager::default());
     let service: StreamableHttpService<StatefulHandler, LocalSessionManager> =
@@ -356,7 +377,7 @@ pub async fn serve_stateful() -> StatefulMcpServer {
             ledger_middleware,
         ));
     let (listener, addr) = bind().await;
-    spawn_server(listener, router, cancel.clone());
+    spawn_server_with(listener, router, cancel.clone(), nodelay);
     StatefulMcpServer {
         url: format!("http://{addr}/mcp"),
         addr,
@@ -461,8 +482,13 @@ async fn sse_post(
     StatusCode::ACCEPTED.into_response()
 }
 
-/// Start the legacy HTTP+SSE fixture on `127.0.0.1:0`.
+/// Start the legacy HTTP+SSE fixture on `127.0.0.1:0` (TCP_NODELAY on accepted sockets).
 pub async fn serve_legacy_sse() -> LegacySseServer {
+    serve_legacy_sse_with(true).await
+}
+
+/// [`serve_legacy_sse`], choosing whether accepted sockets get TCP_NODELAY.
+pub async fn serve_legacy_sse_with(nodelay: bool) -> LegacySseServer {
     let cancel = CancellationToken::new();
     let state = SseState::default();
     let ledger = Ledger::default();
@@ -475,7 +501,7 @@ pub async fn serve_legacy_sse() -> LegacySseServer {
             ledger_middleware,
         ));
     let (listener, addr) = bind().await;
-    spawn_server(listener, router, cancel.clone());
+    spawn_server_with(listener, router, cancel.clone(), nodelay);
     LegacySseServer {
         url: format!("http://{addr}/sse"),
         addr,
@@ -504,4 +530,97 @@ pub async fn serve_static(
     let (listener, addr) = bind().await;
     spawn_server(listener, router, cancel.clone());
     (format!("http://{addr}/mcp"), cancel)
+}
+
+/// Handler of [`serve_many_tools`]: `n` stateless tools, all listed in one `tools/list` page.
+#[derive(Clone)]
+pub struct ManyToolsHandler {
+    tools: Arc<Vec<Tool>>,
+}
+
+/// `n` tools shaped like a large real catalog: `op_0000` … with a sentence of description and a
+/// small object schema (`id` string, `limit` number, `verbose` boolean; `id` required).
+pub fn many_tools(n: usize) -> Vec<Tool> {
+    (0..n)
+        .map(|i| {
+            tool(json!({
+                "name": format!("op_{i:04}"),
+                "description": format!("Operation number {i} of the large catalog: reads or updates resource group {} by id", i % 97),
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "description": "Resource id"},
+                        "limit": {"type": "number", "description": "Maximum items to return"},
+                        "verbose": {"type": "boolean"}
+                    },
+                    "required": ["id"]
+                }
+            }))
+        })
+        .collect()
+}
+
+impl ServerHandler for ManyToolsHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("many-tools-test-server", "1.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !self.tools.iter().any(|t| t.name == request.name) {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {}", request.name),
+                None,
+            ));
+        }
+        Ok(text_result(format!("ok:{}", request.name), false).into())
+    }
+}
+
+/// A streamable-HTTP MCP server with `n` tools ([`many_tools`]), on `127.0.0.1:0`. Stops when
+/// dropped. For catalog-size benchmarks and tests.
+pub async fn serve_many_tools(n: usize) -> StatefulMcpServer {
+    let cancel = CancellationToken::new();
+    let sessions = Arc::new(LocalSessionManager::default());
+    let tools = Arc::new(many_tools(n));
+    let service: StreamableHttpService<ManyToolsHandler, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || {
+                Ok(ManyToolsHandler {
+                    tools: tools.clone(),
+                })
+            },
+            sessions.clone(),
+            StreamableHttpServerConfig::default()
+                .with_sse_keep_alive(None)
+                .with_cancellation_token(cancel.child_token()),
+        );
+    let ledger = Ledger::default();
+    let router = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(
+            ledger.clone(),
+            ledger_middleware,
+        ));
+    let (listener, addr) = bind().await;
+    spawn_server(listener, router, cancel.clone());
+    StatefulMcpServer {
+        url: format!("http://{addr}/mcp"),
+        addr,
+        ledger,
+        sessions,
+        cancel,
+    }
 }

@@ -53,6 +53,62 @@ pub trait HostCalls: Send + Sync + 'static {
         path: String,
         args: serde_json::Value,
     ) -> futures::future::BoxFuture<'static, HostReply>;
+
+    /// The time the code sees, in epoch milliseconds: `Date.now()`, `new Date()` without
+    /// arguments, `Date()` and `performance.now()` all read it. Called on the JS thread, so it
+    /// must not block. The default is the system clock; a host that replays an execution returns
+    /// the values it handed out the first time.
+    fn clock(&self) -> f64 {
+        system_clock_ms()
+    }
+}
+
+/// The system clock in epoch milliseconds (whole milliseconds, like `Date.now()`).
+pub fn system_clock_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0)
+}
+
+/// Per-execution options of [`SandboxPool::run_with`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunOptions {
+    /// Seed of `Math.random` (a xoshiro128** generator): the same seed gives the same sequence,
+    /// so a re-run of the same code sees the same random numbers.
+    pub seed: u64,
+    /// Epoch milliseconds that `performance.now()` counts from (`performance.timeOrigin`).
+    /// `None`: the first clock reading of the execution.
+    pub time_origin_ms: Option<f64>,
+}
+
+impl Default for RunOptions {
+    /// A fresh random seed; `performance.now()` counts from the first clock reading.
+    fn default() -> Self {
+        Self {
+            seed: fresh_seed(),
+            time_origin_ms: None,
+        }
+    }
+}
+
+/// A seed from the system clock and a process-wide counter (not for cryptography).
+fn fresh_seed() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    splitmix64(nanos ^ COUNTER.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed))
+}
+
+/// One step of SplitMix64 (used to spread seeds into generator state).
+pub(crate) fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// How a host call settles its promise in the sandbox.

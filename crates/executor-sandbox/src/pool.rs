@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use crate::{HostCalls, RunOutput, SandboxLimits, runner};
+use crate::{HostCalls, RunOptions, RunOutput, SandboxLimits, runner};
 
 /// Extra time past `wall_time` before the pool gives up on an execution that did not stop itself.
 const WALL_GRACE: Duration = Duration::from_secs(2);
@@ -67,6 +67,17 @@ impl SandboxPool {
     /// Runs `code` in a fresh sandbox. Never panics; every failure is reported in
     /// [`RunOutput::error`]. Dropping the returned future aborts the execution.
     pub async fn run(&self, code: &str, host: Arc<dyn HostCalls>) -> RunOutput {
+        self.run_with(code, host, RunOptions::default()).await
+    }
+
+    /// [`Self::run`] with a chosen `Math.random` seed and `performance.now()` origin (the clock
+    /// itself is [`HostCalls::clock`]).
+    pub async fn run_with(
+        &self,
+        code: &str,
+        host: Arc<dyn HostCalls>,
+        options: RunOptions,
+    ) -> RunOutput {
         let Ok(permit) = self.permits.clone().acquire_owned().await else {
             return crate::failed("The sandbox pool is shut down");
         };
@@ -75,7 +86,8 @@ impl SandboxPool {
         let task = self.handle.spawn(async move {
             let _permit = permit;
             let budget = limits.wall_time.saturating_add(WALL_GRACE);
-            match tokio::time::timeout(budget, runner::execute(&code, host, &limits)).await {
+            match tokio::time::timeout(budget, runner::execute(&code, host, &limits, options)).await
+            {
                 Ok(out) => out,
                 Err(_) => crate::failed(runner::wall_clock_message(&limits)),
             }

@@ -1,4 +1,4 @@
-(function (hostCall, hostLog, hostEmit) {
+(function (hostCall, hostLog, hostEmit, hostClock, seed, timeOrigin) {
   "use strict";
   const g = globalThis;
   const stringify = JSON.stringify;
@@ -91,10 +91,88 @@
     }
     return undefined;
   };
+  // Time and randomness are replay-stable: the clock belongs to the host (which replays the values
+  // it handed out when an execution is re-run), and Math.random is seeded per execution.
+  const RealDate = g.Date;
+  const clock = () => hostClock();
+  const DateShim = new Proxy(RealDate, {
+    construct(target, args, newTarget) {
+      return Reflect.construct(target, args.length === 0 ? [clock()] : args, newTarget);
+    },
+    apply() {
+      return new RealDate(clock()).toString();
+    },
+  });
+  Object.defineProperty(RealDate, "now", {
+    value: function now() { return clock(); },
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+  Object.defineProperty(RealDate.prototype, "constructor", {
+    value: DateShim,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+  Object.defineProperty(g, "Date", {
+    value: DateShim,
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+  if (g.performance !== undefined) {
+    // QuickJS's own `performance.now` is read-only, so the object is replaced.
+    let origin = timeOrigin;
+    const performance = {
+      now() {
+        const t = clock();
+        if (origin !== origin) origin = t;
+        return t - origin;
+      },
+    };
+    Object.defineProperty(g, "performance", {
+      value: performance,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+  // xoshiro128** over four 32-bit words.
+  let s0 = seed[0] | 0, s1 = seed[1] | 0, s2 = seed[2] | 0, s3 = seed[3] | 0;
+  const rotl = (x, k) => (x << k) | (x >>> (32 - k));
+  const imul = Math.imul;
+  Object.defineProperty(Math, "random", {
+    value: function random() {
+      const result = imul(rotl(imul(s1, 5), 7), 9) >>> 0;
+      const t = s1 << 9;
+      s2 ^= s0;
+      s3 ^= s1;
+      s1 ^= s2;
+      s0 ^= s3;
+      s2 ^= t;
+      s3 = rotl(s3, 11);
+      return result / 4294967296;
+    },
+    writable: true,
+    enumerable: false,
+    configurable: true,
+  });
+
   g.fetch = function fetch() {
     throw new Error("fetch is disabled in QuickJS executor");
   };
-})(globalThis.__executor_call, globalThis.__executor_log, globalThis.__executor_emit);
+})(
+  globalThis.__executor_call,
+  globalThis.__executor_log,
+  globalThis.__executor_emit,
+  globalThis.__executor_clock,
+  globalThis.__executor_seed,
+  globalThis.__executor_time_origin,
+);
 delete globalThis.__executor_call;
 delete globalThis.__executor_log;
 delete globalThis.__executor_emit;
+delete globalThis.__executor_clock;
+delete globalThis.__executor_seed;
+delete globalThis.__executor_time_origin;

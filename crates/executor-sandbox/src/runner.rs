@@ -14,7 +14,7 @@ use rquickjs::prelude::Async;
 use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, Value};
 
 use crate::prepare::{MAIN_FN, PreparedCode, prepare};
-use crate::{HostCalls, HostReply, RunOutput, SandboxLimits};
+use crate::{HostCalls, HostReply, RunOptions, RunOutput, SandboxLimits};
 
 const PRELUDE: &str = include_str!("prelude.js");
 const PRELUDE_FILE: &str = "__executor_prelude__";
@@ -183,6 +183,7 @@ pub(crate) async fn execute(
     code: &str,
     host: Arc<dyn HostCalls>,
     limits: &SandboxLimits,
+    options: RunOptions,
 ) -> RunOutput {
     let origin = Instant::now();
     let prepared = match prepare(code) {
@@ -192,7 +193,15 @@ pub(crate) async fn execute(
     let budget = Arc::new(Budget::new(limits, origin));
     let sink: SharedSink = Arc::default();
 
-    let outcome = run_quickjs(&prepared, host, limits, budget.clone(), sink.clone()).await;
+    let outcome = run_quickjs(
+        &prepared,
+        host,
+        limits,
+        options,
+        budget.clone(),
+        sink.clone(),
+    )
+    .await;
     let outcome = match budget.tripped.load(Ordering::Acquire) {
         TRIP_JS => Err(js_time_message(limits)),
         TRIP_WALL => Err(wall_clock_message(limits)),
@@ -218,6 +227,7 @@ async fn run_quickjs(
     prepared: &PreparedCode,
     host: Arc<dyn HostCalls>,
     limits: &SandboxLimits,
+    options: RunOptions,
     budget: Arc<Budget>,
     sink: SharedSink,
 ) -> Outcome {
@@ -233,7 +243,7 @@ async fn run_quickjs(
     let memory_limit = limits.memory_bytes;
     let poll_budget = budget.clone();
     let mut execution = Box::pin(ctx.async_with(async move |ctx| {
-        run_in_context(ctx, prepared, host, budget, sink, memory_limit).await
+        run_in_context(ctx, prepared, host, options, budget, sink, memory_limit).await
     }));
     // Every poll of this future is the JS thread running JS (or polling host futures).
     let outcome = std::future::poll_fn(|cx| {
@@ -255,6 +265,7 @@ async fn run_in_context<'js>(
     ctx: Ctx<'js>,
     prepared: &PreparedCode,
     host: Arc<dyn HostCalls>,
+    options: RunOptions,
     budget: Arc<Budget>,
     sink: SharedSink,
     memory_limit: usize,
@@ -262,7 +273,7 @@ async fn run_in_context<'js>(
     let fail = |ctx: &Ctx<'js>, err: rquickjs::Error| -> String {
         describe_error(ctx, err, prepared, memory_limit)
     };
-    install_host_functions(&ctx, host, budget.clone(), sink)
+    install_host_functions(&ctx, host, options, budget.clone(), sink)
         .map_err(|e| format!("Failed to set up the sandbox: {e}"))?;
     let prelude_opts = eval_options(PRELUDE_FILE);
     ctx.eval_with_options::<(), _>(PRELUDE, prelude_opts)
@@ -334,10 +345,20 @@ fn eval_options(filename: &str) -> EvalOptions {
 fn install_host_functions<'js>(
     ctx: &Ctx<'js>,
     host: Arc<dyn HostCalls>,
+    options: RunOptions,
     budget: Arc<Budget>,
     sink: SharedSink,
 ) -> rquickjs::Result<()> {
     let globals = ctx.globals();
+
+    let clock_host = host.clone();
+    let clock = Function::new(ctx.clone(), move || -> f64 { clock_host.clock() })?;
+    globals.set("__executor_clock", clock)?;
+    globals.set("__executor_seed", seed_state(options.seed))?;
+    globals.set(
+        "__executor_time_origin",
+        options.time_origin_ms.unwrap_or(f64::NAN),
+    )?;
 
     let call = Function::new(
         ctx.clone(),
@@ -360,6 +381,18 @@ fn install_host_functions<'js>(
     })?;
     globals.set("__executor_emit", emit)?;
     Ok(())
+}
+
+/// The four 32-bit words of the xoshiro128** state for `seed` (never all zero).
+fn seed_state(seed: u64) -> Vec<u32> {
+    let a = crate::splitmix64(seed);
+    let b = crate::splitmix64(a);
+    let words = vec![a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32];
+    if words.iter().all(|w| *w == 0) {
+        vec![1, 2, 3, 4]
+    } else {
+        words
+    }
 }
 
 /// One host call: `"r<json>"` resolves, `"e<message>"` rejects (decoded by the prelude).

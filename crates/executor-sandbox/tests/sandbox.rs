@@ -704,3 +704,72 @@ async fn deeply_nested_code_does_not_crash_the_process() {
     let e = err(&"!".repeat(300_000)).await;
     assert!(e.starts_with("Code is too large"), "{e}");
 }
+
+/// A host whose clock replays fixed values, then counts up from 5000.
+struct ClockHost {
+    values: std::sync::Mutex<std::collections::VecDeque<f64>>,
+    next: std::sync::Mutex<f64>,
+}
+
+impl HostCalls for ClockHost {
+    fn call(&self, _path: String, _args: Value) -> BoxFuture<'static, HostReply> {
+        async { HostReply::Resolve(Value::Null) }.boxed()
+    }
+
+    fn clock(&self) -> f64 {
+        if let Some(v) = self.values.lock().unwrap().pop_front() {
+            return v;
+        }
+        let mut next = self.next.lock().unwrap();
+        *next += 1.0;
+        *next
+    }
+}
+
+#[tokio::test]
+async fn time_and_randomness_are_replay_stable() {
+    let pool = SandboxPool::new(limits(), 1, 1);
+    let code = r#"
+        const a = Date.now();
+        const d = new Date();
+        const fixed = new Date(2020, 0, 2).getFullYear();
+        const iso = new Date(0).toISOString();
+        const r = [Math.random(), Math.random(), Math.random()];
+        const p = typeof performance === "object" ? performance.now() : null;
+        return { a, d: d.getTime(), isDate: d instanceof Date, fixed, iso, r,
+                 str: typeof Date(), parse: Date.parse("1970-01-01T00:00:01Z"), p,
+                 ctor: d.constructor === Date };
+    "#;
+    let run = |seed: u64| {
+        let host = Arc::new(ClockHost {
+            values: std::sync::Mutex::new([1000.0, 2000.0].into_iter().collect()),
+            next: std::sync::Mutex::new(5000.0),
+        });
+        let options = executor_sandbox::RunOptions {
+            seed,
+            time_origin_ms: Some(1000.0),
+        };
+        let pool = &pool;
+        async move { pool.run_with(code, host, options).await }
+    };
+    let first = run(42).await;
+    assert_eq!(first.error, None, "{:?}", first.logs);
+    let first = first.result.unwrap();
+    assert_eq!(first["a"], 1000.0);
+    assert_eq!(first["d"], 2000.0);
+    assert_eq!(first["isDate"], true);
+    assert_eq!(first["ctor"], true);
+    assert_eq!(first["fixed"], 2020);
+    assert_eq!(first["iso"], "1970-01-01T00:00:00.000Z");
+    assert_eq!(first["str"], "string");
+    assert_eq!(first["parse"], 1000);
+    let r = first["r"].as_array().unwrap();
+    assert!(r.iter().all(|v| (0.0..1.0).contains(&v.as_f64().unwrap())));
+    assert_ne!(r[0], r[1]);
+    // Same seed and clock → same values; another seed → other random numbers.
+    let again = run(42).await.result.unwrap();
+    assert_eq!(again, first);
+    let other = run(43).await.result.unwrap();
+    assert_ne!(other["r"], first["r"]);
+    assert_eq!(other["a"], first["a"]);
+}

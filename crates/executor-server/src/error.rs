@@ -84,6 +84,14 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::CONFLICT,
             json!({"_tag": "CredentialProviderNotRegisteredError", "provider": provider}),
         ),
+        E::InvalidPolicy { message } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": "InvalidPolicyError", "message": message}),
+        ),
+        E::PolicyNotFound { id } => (
+            StatusCode::NOT_FOUND,
+            json!({"_tag": "PolicyNotFoundError", "policyId": id}),
+        ),
         E::InvalidInput { message } => (
             StatusCode::BAD_REQUEST,
             json!({"_tag": "HttpApiSchemaError", "message": message}),

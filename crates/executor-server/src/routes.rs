@@ -53,9 +53,11 @@ pub(crate) fn router(engine: Engine) -> Router {
             "/connections/{owner}/{integration}/{name}/refresh",
             post(refresh_connection),
         )
+        .route("/policies", get(list_policies).post(create_policy))
+        .route("/policies/{id}", axum::routing::patch(update_policy).delete(remove_policy))
         .route("/tools", get(list_tools))
         .route("/tools/schema", get(tool_schema))
-        .route("/executions", post(execute))
+        .route("/executions", get(list_executions).post(execute))
         .route("/executions/{id}", get(get_execution))
         .route("/executions/{id}/resume", post(resume_execution))
         .fallback(not_found)
@@ -326,6 +328,8 @@ async fn list_tools(
         owner: query.get("owner").map(|o| owner(o)).transpose()?,
         connection: query.get("connection").cloned().filter(|s| !s.is_empty()),
         query: query.get("query").cloned().filter(|s| !s.is_empty()),
+        // The HTTP listing includes blocked tools unless told `includeBlocked=false`.
+        exclude_blocked: query.get("includeBlocked").map(String::as_str) == Some("false"),
     };
     let include_annotations = query.get("includeAnnotations").map(String::as_str) != Some("false");
     let tools = engine.list_tools(&filter).await?;
@@ -349,6 +353,45 @@ async fn tool_schema(
     ok(wire::tool_schema(&schema))
 }
 
+// ---- policies ---------------------------------------------------------------------------
+
+async fn list_policies(State(engine): State<Engine>) -> ApiResult {
+    let list = engine.list_policies().await?;
+    ok(Value::Array(list.iter().map(wire::policy).collect()))
+}
+
+async fn create_policy(
+    State(engine): State<Engine>,
+    ApiJson(body): ApiJson<wire::CreatePolicyBody>,
+) -> ApiResult {
+    let owner = owner(&body.owner)?;
+    let created = engine
+        .create_policy(owner, &body.pattern, &body.action, body.position)
+        .await?;
+    ok(wire::policy(&created))
+}
+
+async fn update_policy(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<wire::UpdatePolicyBody>,
+) -> ApiResult {
+    let owner = owner(&body.owner)?;
+    let updated = engine
+        .update_policy(&id, owner, body.pattern.as_deref(), body.action.as_deref(), body.position)
+        .await?;
+    ok(wire::policy(&updated))
+}
+
+async fn remove_policy(
+    State(engine): State<Engine>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<wire::OwnerBody>,
+) -> ApiResult {
+    engine.remove_policy(owner(&body.owner)?, &id).await?;
+    ok(json!({ "removed": true }))
+}
+
 // ---- executions -------------------------------------------------------------------------
 
 async fn execute(
@@ -359,8 +402,26 @@ async fn execute(
     ok(wire::outcome(&outcome))
 }
 
+async fn list_executions(
+    State(engine): State<Engine>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let number = |key: &str, default: u32| -> Result<u32, ApiError> {
+        match query.get(key).filter(|v| !v.is_empty()) {
+            None => Ok(default),
+            Some(raw) => raw.parse().map_err(|_| {
+                ApiError::schema(format!("{key} must be a non-negative integer, got {raw:?}"))
+            }),
+        }
+    };
+    let limit = number("limit", 50)?.clamp(1, executor_engine::MAX_HISTORY_PAGE);
+    let offset = number("offset", 0)?;
+    let list = engine.list_executions(limit, offset).await?;
+    ok(Value::Array(list.iter().map(wire::execution_summary).collect()))
+}
+
 async fn get_execution(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {
-    let paused = engine.paused_execution(&id)?;
+    let paused = engine.paused_execution(&id).await?;
     ok(json!({ "text": paused.text, "structured": paused.structured }))
 }
 

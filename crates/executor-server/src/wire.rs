@@ -6,8 +6,9 @@ use executor_core::Completed;
 use executor_core::address::connection_address;
 use executor_core::auth::{AuthMethod, Carrier};
 use executor_engine::{
-    BUILTIN_INTEGRATION, ExecutionOutcome, IntegrationView, McpServerView, Paused, ProbeView,
-    STATIC_TOOL_CONNECTION, ToolSchema,
+    ExecutionSummary,
+    BUILTIN_INTEGRATION, ExecutionOutcome, IntegrationView, McpServerView, Paused, PolicyView,
+    ProbeView, STATIC_TOOL_CONNECTION, ToolSchema,
 };
 use executor_store::{ConnectionRecord, ToolSummary};
 use serde::Deserialize;
@@ -159,6 +160,26 @@ pub(crate) fn paused(p: &Paused) -> Value {
     json!({"status": "paused", "text": p.text, "structured": p.structured})
 }
 
+/// `GET /api/executions` items.
+pub(crate) fn execution_summary(e: &ExecutionSummary) -> Value {
+    let mut body = json!({
+        "id": e.id,
+        "status": e.status.as_str(),
+        "startedAt": e.started_at,
+        "toolCalls": e.tool_calls,
+    });
+    if let Some(at) = e.finished_at {
+        body["finishedAt"] = json!(at);
+    }
+    if let Some(ms) = e.duration_ms {
+        body["durationMs"] = json!(ms);
+    }
+    if let Some(is_error) = e.is_error {
+        body["isError"] = json!(is_error);
+    }
+    body
+}
+
 pub(crate) fn outcome(o: &ExecutionOutcome) -> Value {
     match o {
         ExecutionOutcome::Completed(c) => completed(c),
@@ -194,6 +215,21 @@ pub(crate) fn probe(p: &ProbeView) -> Value {
         body["instructions"] = json!(s);
     }
     body
+}
+
+/// A policy, with the count of known tools its pattern matches (beyond the original: a rule
+/// that matches nothing shows `matches: 0` at once).
+pub(crate) fn policy(p: &PolicyView) -> Value {
+    json!({
+        "id": p.id,
+        "owner": p.owner.as_str(),
+        "pattern": p.pattern,
+        "action": p.action.as_str(),
+        "position": p.position,
+        "createdAt": p.created_at,
+        "updatedAt": p.updated_at,
+        "matches": p.matches,
+    })
 }
 
 // ---- request bodies -------------------------------------------------------------------------
@@ -307,4 +343,29 @@ pub(crate) struct ResumeBody {
     pub(crate) action: String,
     #[serde(default)]
     pub(crate) content: Option<Value>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CreatePolicyBody {
+    pub(crate) owner: String,
+    pub(crate) pattern: String,
+    pub(crate) action: String,
+    #[serde(default)]
+    pub(crate) position: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct UpdatePolicyBody {
+    pub(crate) owner: String,
+    #[serde(default)]
+    pub(crate) pattern: Option<String>,
+    #[serde(default)]
+    pub(crate) action: Option<String>,
+    #[serde(default)]
+    pub(crate) position: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct OwnerBody {
+    pub(crate) owner: String,
 }

@@ -15,16 +15,20 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+mod executions;
 mod lock;
 mod sqlite;
 
+pub use executions::{
+    ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, ExecutionSummary,
+};
 pub use sqlite::SqliteStore;
 
 /// Re-exported so callers can name these without depending on `executor-core` directly.
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 3;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -175,6 +179,19 @@ impl ToolSummary {
     }
 }
 
+/// A stored tool policy. Pattern, action and position are validated by the engine (the
+/// grammar lives in `executor_core::policy`); the store keeps them as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyRecord {
+    pub id: String,
+    pub owner: Owner,
+    pub pattern: String,
+    pub action: String,
+    pub position: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolFilter {
     pub integration: Option<String>,
@@ -236,7 +253,8 @@ fn locked_message(path: &std::path::Path, holder_hint: Option<&str>) -> String {
 /// Reads, updates and deletes of owned rows see `tenant = T AND (owner = 'org' OR (owner = 'user'
 /// AND subject = S))`. A key naming `owner: User` from a scope without a subject finds nothing.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+/// Executions and their journals are in the [`ExecutionStore`] supertrait.
+pub trait Store: ExecutionStore + Send + Sync + 'static {
     /// Integrations of the tenant, ordered by slug.
     async fn list_integrations(&self, scope: &Scope) -> Result<Vec<IntegrationRecord>>;
     async fn get_integration(&self, scope: &Scope, slug: &str)
@@ -321,6 +339,16 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Map<String, Value>>;
 
     /// Provisional plaintext secret table keyed by tenant + item id.
+    /// Policies visible to the scope (org rules and the subject's user rules), unordered.
+    async fn list_policies(&self, scope: &Scope) -> Result<Vec<PolicyRecord>>;
+    /// Err(AlreadyExists) when the id is taken.
+    async fn insert_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<()>;
+    /// Replaces pattern, action and position of the visible policy `rec.id` owned by
+    /// `rec.owner`; `None` when there is no such policy.
+    async fn update_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<Option<PolicyRecord>>;
+    /// Whether a policy was removed.
+    async fn delete_policy(&self, scope: &Scope, owner: Owner, id: &str) -> Result<bool>;
+
     async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()>;
     async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>>;
     async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()>;

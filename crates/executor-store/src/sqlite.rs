@@ -1,5 +1,7 @@
 //! The embedded SQLite implementation of [`Store`].
 
+mod executions;
+
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -15,7 +17,7 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 
 use crate::lock::OwnerLock;
 use crate::{
-    ConnectionKey, ConnectionRecord, IntegrationRecord, Result, SCHEMA_VERSION, Scope, Store,
+    ConnectionKey, ConnectionRecord, IntegrationRecord, PolicyRecord, Result, SCHEMA_VERSION, Scope, Store,
     StoreError, ToolFilter, ToolRecord, ToolSummary,
 };
 
@@ -276,6 +278,21 @@ fn tool_from_row(row: &SqliteRow) -> Result<ToolRecord> {
 /// A record timestamp, or now when the caller left it at zero.
 fn stamp(ms: i64) -> i64 {
     if ms == 0 { now_ms() } else { ms }
+}
+
+fn policy_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PolicyRecord> {
+    let owner: String = row.try_get("owner")?;
+    Ok(PolicyRecord {
+        id: row.try_get("id")?,
+        owner: owner
+            .parse()
+            .map_err(|_| StoreError::Corrupt(format!("policy owner {owner:?}")))?,
+        pattern: row.try_get("pattern")?,
+        action: row.try_get("action")?,
+        position: row.try_get("position")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
 }
 
 /// The stored subject for a write of a row owned by `owner`.
@@ -842,6 +859,80 @@ impl Store for SqliteStore {
             out.insert(name, schema);
         }
         Ok(out)
+    }
+
+    async fn list_policies(&self, scope: &Scope) -> Result<Vec<PolicyRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT id, owner, pattern, action, position, created_at, updated_at FROM tool_policy WHERE ",
+            visible!()
+        ))
+        .bind(&scope.tenant)
+        .bind(scope.subject.as_deref())
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter().map(policy_from_row).collect()
+    }
+
+    async fn insert_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<()> {
+        let subject = write_subject(scope, rec.owner)?;
+        let result = sqlx::query(
+            "INSERT INTO tool_policy (tenant, owner, subject, id, pattern, action, position, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&scope.tenant)
+        .bind(rec.owner.as_str())
+        .bind(subject)
+        .bind(&rec.id)
+        .bind(&rec.pattern)
+        .bind(&rec.action)
+        .bind(&rec.position)
+        .bind(stamp(rec.created_at))
+        .bind(stamp(rec.updated_at))
+        .execute(&self.writer)
+        .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn update_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<Option<PolicyRecord>> {
+        let Some(subject) = scope.subject_for(rec.owner) else {
+            return Ok(None);
+        };
+        let row = sqlx::query(
+            "UPDATE tool_policy SET pattern = ?, action = ?, position = ?, updated_at = ? \
+             WHERE tenant = ? AND owner = ? AND subject = ? AND id = ? \
+             RETURNING id, owner, pattern, action, position, created_at, updated_at",
+        )
+        .bind(&rec.pattern)
+        .bind(&rec.action)
+        .bind(&rec.position)
+        .bind(now_ms())
+        .bind(&scope.tenant)
+        .bind(rec.owner.as_str())
+        .bind(subject)
+        .bind(&rec.id)
+        .fetch_optional(&self.writer)
+        .await?;
+        row.as_ref().map(policy_from_row).transpose()
+    }
+
+    async fn delete_policy(&self, scope: &Scope, owner: Owner, id: &str) -> Result<bool> {
+        let Some(subject) = scope.subject_for(owner) else {
+            return Ok(false);
+        };
+        let done = sqlx::query(
+            "DELETE FROM tool_policy WHERE tenant = ? AND owner = ? AND subject = ? AND id = ?",
+        )
+        .bind(&scope.tenant)
+        .bind(owner.as_str())
+        .bind(subject)
+        .bind(id)
+        .execute(&self.writer)
+        .await?;
+        Ok(done.rows_affected() > 0)
     }
 
     async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()> {

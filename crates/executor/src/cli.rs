@@ -41,6 +41,10 @@ struct McpFlags {
     /// JS-time budget of one execution when serving from the data directory itself.
     #[arg(long, env = "EXECUTOR_EXECUTION_TIMEOUT", default_value = "5m")]
     execution_timeout: String,
+    /// How long a paused execution waits for a decision before it expires and is cleaned up:
+    /// a duration like 30m, 24h.
+    #[arg(long, env = "EXECUTOR_PAUSE_TTL", default_value = "24h")]
+    pause_ttl: String,
 }
 
 /// Validated settings of `executor mcp`.
@@ -48,6 +52,7 @@ pub(crate) struct McpSettings {
     pub(crate) data_dir: PathBuf,
     pub(crate) scope_dir: PathBuf,
     pub(crate) execution_timeout: Duration,
+    pub(crate) pause_ttl: Duration,
     pub(crate) elicitation_mode: executor_server::mcp::ElicitationMode,
 }
 
@@ -64,6 +69,7 @@ impl McpFlags {
             data_dir: data_dir()?,
             scope_dir: scope_dir()?,
             execution_timeout: execution_timeout(&self.execution_timeout)?,
+            pause_ttl: pause_ttl(&self.pause_ttl)?,
             elicitation_mode,
         })
     }
@@ -86,6 +92,10 @@ struct ServeFlags {
     /// JS-time budget of one execution: milliseconds, or a duration like 30s, 5m.
     #[arg(long, env = "EXECUTOR_EXECUTION_TIMEOUT", default_value = "5m")]
     execution_timeout: String,
+    /// How long a paused execution waits for a decision before it expires and is cleaned up:
+    /// a duration like 30m, 24h.
+    #[arg(long, env = "EXECUTOR_PAUSE_TTL", default_value = "24h")]
+    pause_ttl: String,
     /// Stay in the foreground (the default for `web`).
     #[arg(long)]
     foreground: bool,
@@ -101,6 +111,7 @@ pub(crate) struct Settings {
     pub(crate) data_dir: PathBuf,
     pub(crate) scope_dir: PathBuf,
     pub(crate) execution_timeout: Duration,
+    pub(crate) pause_ttl: Duration,
     pub(crate) allowed_hosts: Vec<String>,
 }
 
@@ -117,6 +128,7 @@ impl ServeFlags {
             data_dir: data_dir()?,
             scope_dir: scope_dir()?,
             execution_timeout: execution_timeout(&self.execution_timeout)?,
+            pause_ttl: pause_ttl(&self.pause_ttl)?,
             allowed_hosts: self.allowed_hosts.clone(),
         })
     }
@@ -129,6 +141,14 @@ fn execution_timeout(raw: &str) -> anyhow::Result<Duration> {
         bail!("the execution timeout must be at least 100ms");
     }
     Ok(timeout)
+}
+
+fn pause_ttl(raw: &str) -> anyhow::Result<Duration> {
+    let ttl = parse_duration(raw).with_context(|| format!("invalid pause TTL {raw:?}"))?;
+    if ttl < Duration::from_secs(1) {
+        bail!("the pause TTL must be at least 1s");
+    }
+    Ok(ttl)
 }
 
 fn scope_dir() -> anyhow::Result<PathBuf> {

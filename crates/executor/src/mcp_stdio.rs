@@ -43,6 +43,7 @@ async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
         &settings.data_dir,
         &settings.scope_dir,
         settings.execution_timeout,
+        settings.pause_ttl,
     )
     .await
     {

@@ -70,6 +70,7 @@ pub(crate) async fn open_engine(
     data_dir: &Path,
     scope_dir: &Path,
     execution_timeout: Duration,
+    pause_ttl: Duration,
 ) -> Result<Opened, OpenError> {
     let store = match SqliteStore::open(data_dir).await {
         Ok(store) => Arc::new(store),
@@ -84,7 +85,10 @@ pub(crate) async fn open_engine(
     let engine = Engine::new(
         store.clone(),
         local_scope(scope_dir),
-        EngineConfig::with_js_timeout(execution_timeout),
+        EngineConfig {
+            pause_ttl,
+            ..EngineConfig::with_js_timeout(execution_timeout)
+        },
     );
     Ok(Opened { store, engine })
 }
@@ -155,6 +159,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         &settings.data_dir,
         &settings.scope_dir,
         settings.execution_timeout,
+        settings.pause_ttl,
     )
     .await
     {
@@ -260,7 +265,9 @@ pub(crate) fn spawn_background(settings: Settings) -> anyhow::Result<ExitCode> {
             &host.to_string(),
         ])
         .arg("--execution-timeout")
-        .arg(format!("{}ms", settings.execution_timeout.as_millis()));
+        .arg(format!("{}ms", settings.execution_timeout.as_millis()))
+        .arg("--pause-ttl")
+        .arg(format!("{}ms", settings.pause_ttl.as_millis()));
     for allowed in &settings.allowed_hosts {
         command.arg("--allowed-host").arg(allowed);
     }

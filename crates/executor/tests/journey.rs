@@ -2,109 +2,13 @@
 //! state set by one tool call is visible to the next call, because both ride one downstream
 //! `Mcp-Session-Id`. Variants: concurrent calls, a session the server forgot, and closing.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
-use executor_engine::{Engine, EngineConfig};
-use executor_mcp::testing::{StatefulMcpServer, serve_stateful};
-use executor_store::{Scope, SqliteStore};
+use executor_mcp::testing::serve_stateful;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-
-struct Harness {
-    base: String,
-    http: reqwest::Client,
-    engine: Engine,
-    shutdown: CancellationToken,
-    _dir: tempfile::TempDir,
-}
-
-impl Harness {
-    async fn start() -> Self {
-        Self::start_with(Duration::from_secs(10)).await
-    }
-
-    async fn start_with(js_timeout: Duration) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
-        let engine = Engine::new(
-            store,
-            Scope::local("journey-test"),
-            EngineConfig::with_js_timeout(js_timeout),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let shutdown = CancellationToken::new();
-        tokio::spawn(executor_server::serve(
-            listener,
-            engine.clone(),
-            shutdown.clone(),
-            Duration::from_secs(5),
-        ));
-        Harness {
-            base,
-            http: reqwest::Client::new(),
-            engine,
-            shutdown,
-            _dir: dir,
-        }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        self.call(reqwest::Method::POST, path, Some(body)).await
-    }
-
-    /// Adds the fixture as an integration with an org connection `main`; returns the slug.
-    async fn add_fixture(&self, fixture: &StatefulMcpServer, slug: &str) {
-        let (status, body) = self
-            .post(
-                "/api/mcp/servers",
-                json!({"transport":"remote","name":"Session-stateful MCP","endpoint":fixture.url,"slug":slug,"remoteTransport":"streamable-http"}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        assert_eq!(body["slug"], slug);
-        let (status, body) = self
-            .post(
-                "/api/connections",
-                json!({"owner":"org","name":"main","integration":slug,"template":"none","value":""}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        assert_eq!(body["address"], format!("tools.{slug}.org.main"));
-    }
-
-    async fn execute_gated(&self, code: &str) -> Value {
-        let (status, body) = self.post("/api/executions", json!({"code": code})).await;
-        assert_eq!(status, 200, "{body}");
-        body
-    }
-
-    async fn execute(&self, code: &str) -> Value {
-        let (status, body) = self
-            .post(
-                "/api/executions",
-                json!({"code": code, "autoApprove": true}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        body
-    }
-}
+use support::Harness;
 
 const SEED_CODE: &str = r#"
 const selected = await tools.stateful.org.main.select_workspace({});

@@ -1,12 +1,13 @@
 //! The agent MCP surface at `/mcp`, driven by a real rmcp client over streamable HTTP against the
 //! real server (in process), with the session-stateful rmcp fixture as the downstream integration.
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use executor_engine::{Engine, EngineConfig};
-use executor_mcp::testing::{StatefulMcpServer, serve_stateful};
-use executor_store::{Scope, SqliteStore};
+use executor_mcp::testing::serve_stateful;
+use support::{Harness, Options};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, Implementation,
@@ -16,94 +17,18 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-struct Harness {
-    base: String,
-    http: reqwest::Client,
-    engine: Engine,
-    shutdown: CancellationToken,
-    _dir: tempfile::TempDir,
+async fn mcp_client(h: &Harness, query: &str, handler: TestClient) -> RunningService<RoleClient, TestClient> {
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp{query}", h.base));
+    handler.serve(transport).await.expect("MCP client connects")
 }
 
-impl Drop for Harness {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
-
-impl Harness {
-    async fn start() -> Self {
-        Self::start_with(Duration::from_secs(10)).await
-    }
-
-    async fn start_with(js_timeout: Duration) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
-        let engine = Engine::new(
-            store,
-            Scope::local("mcp-test"),
-            EngineConfig::with_js_timeout(js_timeout),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let shutdown = CancellationToken::new();
-        tokio::spawn(executor_server::serve_with(
-            listener,
-            engine.clone(),
-            executor_server::ServeConfig {
-                allowed_hosts: vec!["agents.example:8443".to_owned()],
-            },
-            shutdown.clone(),
-            Duration::from_secs(5),
-        ));
-        Harness {
-            base,
-            http: reqwest::Client::new(),
-            engine,
-            shutdown,
-            _dir: dir,
-        }
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let response = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn add_fixture(&self, fixture: &StatefulMcpServer, slug: &str) {
-        let (status, body) = self
-            .post(
-                "/api/mcp/servers",
-                json!({"transport":"remote","name":"Session-stateful MCP","endpoint":fixture.url,"slug":slug,"remoteTransport":"streamable-http"}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        let (status, body) = self
-            .post(
-                "/api/connections",
-                json!({"owner":"org","name":"main","integration":slug,"template":"none","value":""}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-    }
-
-    async fn client(
-        &self,
-        query: &str,
-        handler: TestClient,
-    ) -> RunningService<RoleClient, TestClient> {
-        let transport =
-            StreamableHttpClientTransport::from_uri(format!("{}/mcp{query}", self.base));
-        handler.serve(transport).await.expect("MCP client connects")
-    }
+async fn start() -> Harness {
+    Harness::start_opts(Options {
+        allowed_hosts: vec!["agents.example:8443".to_owned()],
+        ..Options::default()
+    })
+    .await
 }
 
 /// How a [`TestClient`] answers `elicitation/create`.
@@ -211,8 +136,8 @@ return JSON.stringify({ selected, read });
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_execute_skills_and_errors() {
-    let h = Harness::start().await;
-    let client = h.client("", plain()).await;
+    let h = start().await;
+    let client = mcp_client(&h, "", plain()).await;
     let info = client.peer_info().unwrap();
     let server = info.server_info.as_ref().unwrap();
     assert_eq!(server.name, "executor");
@@ -291,9 +216,9 @@ async fn tools_execute_skills_and_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seed_journey_and_model_mode_approval() {
     let fixture = serve_stateful().await;
-    let h = Harness::start().await;
+    let h = start().await;
     h.add_fixture(&fixture, "stateful").await;
-    let client = h.client("", plain()).await;
+    let client = mcp_client(&h, "", plain()).await;
 
     let tools = client.list_all_tools().await.unwrap();
     let description = tools[0].description.as_deref().unwrap();
@@ -349,7 +274,7 @@ async fn seed_journey_and_model_mode_approval() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_host_or_origin_is_forbidden() {
-    let h = Harness::start().await;
+    let h = start().await;
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}});
     let send = |headers: Vec<(&'static str, &'static str)>| {
@@ -375,9 +300,9 @@ async fn foreign_host_or_origin_is_forbidden() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_changed_after_adding_a_server() {
     let fixture = serve_stateful().await;
-    let h = Harness::start().await;
+    let h = start().await;
     let (handler, mut changes) = TestClient::new(Answer::NotSupported);
-    let client = h.client("", handler).await;
+    let client = mcp_client(&h, "", handler).await;
     let before = client.list_all_tools().await.unwrap();
     assert!(
         !before[0]
@@ -408,7 +333,7 @@ async fn list_changed_after_adding_a_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_mode_elicits_approval_from_the_client() {
     let fixture = serve_stateful().await;
-    let h = Harness::start().await;
+    let h = start().await;
     h.add_fixture(&fixture, "stateful").await;
     let code = r#"
 try { const r = await tools.stateful.org.main.delete_everything({}); return r.data; }
@@ -416,7 +341,7 @@ catch (e) { return "threw: " + e.message; }"#;
 
     let (handler, _changes) = TestClient::new(Answer::With(ElicitationAction::Accept));
     let elicited = handler.elicited.clone();
-    let client = h.client("?elicitation_mode=native", handler).await;
+    let client = mcp_client(&h, "?elicitation_mode=native", handler).await;
     let names: Vec<String> = client
         .list_all_tools()
         .await
@@ -440,7 +365,7 @@ catch (e) { return "threw: " + e.message; }"#;
     client.cancel().await.unwrap();
 
     let (handler, _changes) = TestClient::new(Answer::With(ElicitationAction::Decline));
-    let client = h.client("?elicitation_mode=native", handler).await;
+    let client = mcp_client(&h, "?elicitation_mode=native", handler).await;
     let declined = call(&client, "execute", json!({"code": code})).await;
     assert!(
         text(&declined).contains("threw:") && text(&declined).contains("declined"),
@@ -451,7 +376,7 @@ catch (e) { return "threw: " + e.message; }"#;
 
     // A client error answering the elicitation cancels the call.
     let (handler, _changes) = TestClient::new(Answer::Error);
-    let client = h.client("?elicitation_mode=native", handler).await;
+    let client = mcp_client(&h, "?elicitation_mode=native", handler).await;
     let cancelled = call(&client, "execute", json!({"code": code})).await;
     assert!(
         text(&cancelled).contains("cancelled"),
@@ -461,7 +386,7 @@ catch (e) { return "threw: " + e.message; }"#;
     client.cancel().await.unwrap();
 
     // Without the elicitation capability, native mode falls back to model-mode pauses.
-    let client = h.client("?elicitation_mode=native", plain()).await;
+    let client = mcp_client(&h, "?elicitation_mode=native", plain()).await;
     let paused = call(&client, "execute", json!({"code": code})).await;
     assert_eq!(
         structured(&paused)["status"],
@@ -474,7 +399,7 @@ catch (e) { return "threw: " + e.message; }"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stateless_2026_07_28_request() {
-    let h = Harness::start().await;
+    let h = start().await;
     let response = h
         .http
         .post(format!("{}/mcp", h.base))
@@ -514,10 +439,10 @@ async fn stateless_2026_07_28_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disconnect_mid_execution_does_not_leak() {
     let fixture = serve_stateful().await;
-    let h = Harness::start().await;
+    let h = start().await;
     h.add_fixture(&fixture, "stateful").await;
 
-    let client = h.client("", plain()).await;
+    let client = mcp_client(&h, "", plain()).await;
     let peer = client.peer().clone();
     let slow = tokio::spawn(async move {
         let args = json!({"code": "await tools.stateful.org.main.slow({ms: 800}); return 'done'"});
@@ -550,7 +475,7 @@ async fn disconnect_mid_execution_does_not_leak() {
     // Native approval abandoned by a client that hangs up: the pause is cancelled, the code goes on.
     let (handler, _changes) = TestClient::new(Answer::Hang);
     let elicited = handler.elicited.clone();
-    let client = h.client("?elicitation_mode=native", handler).await;
+    let client = mcp_client(&h, "?elicitation_mode=native", handler).await;
     let code = r#"
 await tools.stateful.org.main.select_workspace({});
 try { await tools.stateful.org.main.delete_everything({}); } catch (e) {}
@@ -598,9 +523,9 @@ return "after";"#;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_mode_approval_page_and_long_poll() {
     let fixture = serve_stateful().await;
-    let h = Harness::start().await;
+    let h = start().await;
     h.add_fixture(&fixture, "stateful").await;
-    let client = h.client("?elicitation_mode=browser", plain()).await;
+    let client = mcp_client(&h, "?elicitation_mode=browser", plain()).await;
     let tools = client.list_all_tools().await.unwrap();
     let resume = tools.iter().find(|t| t.name == "resume").unwrap();
     assert_eq!(resume.input_schema["required"], json!(["executionId"]));

@@ -329,7 +329,7 @@ impl ExecutorMcp {
         id: &str,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let initial = match self.engine.paused_execution(id) {
+        let initial = match self.engine.paused_execution(id).await {
             Ok(paused) => Some(paused.structured),
             Err(EngineError::ExecutionNotFound { .. }) => None,
             Err(e) => return engine_error(e),
@@ -337,7 +337,7 @@ impl ExecutorMcp {
         let deadline = tokio::time::Instant::now() + BROWSER_WAIT;
         let mut misses = 0;
         loop {
-            match self.engine.paused_execution(id) {
+            match self.engine.paused_execution(id).await {
                 Ok(paused) if Some(&paused.structured) != initial.as_ref() => {
                     return self
                         .present(Ok(ExecutionOutcome::Paused(paused)), context)

@@ -105,7 +105,7 @@ pub(crate) fn router(
 /// A minimal approval page for browser-mode pauses.
 async fn resume_page(State(engine): State<Engine>, Path(id): Path<String>) -> Html<String> {
     let id_html = escape(&id);
-    let body = match engine.paused_execution(&id) {
+    let body = match engine.paused_execution(&id).await {
         Ok(paused) => {
             let message = paused.structured["interaction"]["message"]
                 .as_str()

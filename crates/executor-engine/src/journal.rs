@@ -1,0 +1,709 @@
+//! The journal of one execution: every host call in issue order (arguments redacted, the reply
+//! the sandbox got), every clock value handed to the code, and the execution's row in the store.
+//!
+//! Writes are lazy so that the common case stays cheap: nothing is written while an execution
+//! runs; it is saved when it first pauses (row + journal in one transaction) and once more when
+//! it settles. Between those, i.e. while a saved execution is paused or resumed, each call is
+//! written through as it is issued and as it completes, so a restart loses none of them.
+//!
+//! Replay: a paused execution restored from the store re-runs its code with the same seed,
+//! `performance` origin and clock values; each call that matches a journaled one (same path and
+//! argument hash) is answered from the journal without being invoked, the call that paused gets
+//! the person's decision, and calls beyond the journal run live. A call that matches nothing
+//! before the pause point is reached means the code took another path: the execution fails.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use executor_core::{Completed, RunOutput, now_ms};
+use executor_sandbox::HostReply;
+use executor_store::{ExecutionCallRecord, ExecutionRecord, ExecutionStatus};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use crate::Inner;
+use crate::dispatch::ExecutionCtx;
+use crate::execution::{ExecEvent, PauseRequest, ResumeAction};
+
+/// What a masked value is replaced with.
+pub(crate) const REDACTED: &str = "[REDACTED]";
+
+tokio::task_local! {
+    /// The journaled call a dispatch belongs to (read where the dispatcher pauses).
+    static CALL: CallMeta;
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CallMeta {
+    seq: i64,
+    /// The person already accepted this call (a replayed pause): the approval is not asked again.
+    pre_approved: bool,
+}
+
+/// An event on an execution's channel, with the journal seq of the call that paused.
+pub(crate) type Event = (Option<i64>, ExecEvent);
+
+/// Where the dispatcher sends a pause. A call that was accepted before a restart is answered
+/// here at once instead of pausing again.
+pub(crate) struct PauseSink(mpsc::UnboundedSender<Event>);
+
+impl PauseSink {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Event>) -> Self {
+        Self(tx)
+    }
+
+    pub(crate) fn send(&self, event: ExecEvent) -> Result<(), ()> {
+        let meta = CALL.try_with(|m| *m).ok();
+        match event {
+            ExecEvent::Paused(request) if meta.is_some_and(|m| m.pre_approved) => {
+                let _ = request.respond.send((ResumeAction::Accept, None));
+                Ok(())
+            }
+            event => self.0.send((meta.map(|m| m.seq), event)).map_err(|_| ()),
+        }
+    }
+}
+
+/// The replay state of an execution restored from the store.
+struct Replay {
+    /// Stored calls in seq order, with whether this run has matched them yet.
+    entries: Vec<(ExecutionCallRecord, bool)>,
+    pending_seq: Option<i64>,
+    decision: ResumeAction,
+    pending_reached: bool,
+}
+
+struct State {
+    calls: BTreeMap<i64, ExecutionCallRecord>,
+    next_seq: i64,
+    clock_replay: VecDeque<f64>,
+    clock_log: Vec<f64>,
+    /// The row exists in the store: every change is written through.
+    persisted: bool,
+    status: ExecutionStatus,
+    pending: Option<Value>,
+    expires_at: Option<i64>,
+    replay: Option<Replay>,
+    diverged: Option<String>,
+}
+
+pub(crate) struct Journal {
+    pub(crate) id: String,
+    pub(crate) code: String,
+    pub(crate) auto_approve: bool,
+    pub(crate) seed: u64,
+    /// Epoch ms; also `performance.timeOrigin` of the code.
+    pub(crate) started_at: i64,
+    state: Mutex<State>,
+    /// Serialises this execution's store writes, so a later snapshot never lands first.
+    writes: tokio::sync::Mutex<()>,
+    /// Shut down or expired: nothing more is written.
+    detached: AtomicBool,
+}
+
+/// How one call is answered.
+enum Plan {
+    Live { pre_approved: bool },
+    Replayed(HostReply),
+    Refused(String),
+    Diverged(String),
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Journal {
+    pub(crate) fn fresh(id: String, code: String, auto_approve: bool) -> Arc<Self> {
+        Arc::new(Self {
+            id,
+            code,
+            auto_approve,
+            seed: rand::random(),
+            started_at: now_ms(),
+            state: Mutex::new(State {
+                calls: BTreeMap::new(),
+                next_seq: 0,
+                clock_replay: VecDeque::new(),
+                clock_log: Vec::new(),
+                persisted: false,
+                status: ExecutionStatus::Running,
+                pending: None,
+                expires_at: None,
+                replay: None,
+                diverged: None,
+            }),
+            writes: tokio::sync::Mutex::new(()),
+            detached: AtomicBool::new(false),
+        })
+    }
+
+    /// A paused execution read back from the store, to be re-run with `decision` for its pause.
+    pub(crate) fn restored(
+        rec: ExecutionRecord,
+        calls: Vec<ExecutionCallRecord>,
+        decision: ResumeAction,
+    ) -> Arc<Self> {
+        let pending_seq = rec
+            .pending
+            .as_ref()
+            .and_then(|p| p.get("seq"))
+            .and_then(Value::as_i64);
+        let clock_replay = rec
+            .clock
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        let next_seq = calls.iter().map(|c| c.seq + 1).max().unwrap_or(0);
+        let mut stored = BTreeMap::new();
+        for call in &calls {
+            stored.insert(call.seq, call.clone());
+        }
+        Arc::new(Self {
+            id: rec.id,
+            code: rec.code,
+            auto_approve: rec.auto_approve,
+            seed: rec.seed,
+            started_at: rec.started_at,
+            state: Mutex::new(State {
+                calls: stored,
+                next_seq,
+                clock_replay,
+                clock_log: Vec::new(),
+                persisted: true,
+                status: ExecutionStatus::Running,
+                pending: None,
+                expires_at: None,
+                replay: Some(Replay {
+                    entries: calls.into_iter().map(|c| (c, false)).collect(),
+                    pending_seq,
+                    decision,
+                    pending_reached: false,
+                }),
+                diverged: None,
+            }),
+            writes: tokio::sync::Mutex::new(()),
+            detached: AtomicBool::new(false),
+        })
+    }
+
+    /// The clock the code reads: journaled values first (on a replay), then the system clock.
+    pub(crate) fn clock(&self) -> f64 {
+        let mut st = lock(&self.state);
+        let value = st
+            .clock_replay
+            .pop_front()
+            .unwrap_or_else(executor_sandbox::system_clock_ms);
+        st.clock_log.push(value);
+        value
+    }
+
+    pub(crate) fn is_persisted(&self) -> bool {
+        lock(&self.state).persisted
+    }
+
+    /// Stops all further writes (the execution was shut down or expired).
+    pub(crate) fn detach(&self) {
+        self.detached.store(true, Ordering::Release);
+    }
+
+    /// A diverged replay fails the execution whatever the code made of the rejection.
+    pub(crate) fn finish_output(&self, mut output: RunOutput) -> RunOutput {
+        if let Some(message) = lock(&self.state).diverged.clone() {
+            output.result = None;
+            output.error = Some(message);
+        }
+        output
+    }
+
+    /// Records a new call and decides how it is answered. Returns the record to write through
+    /// when the execution is saved.
+    fn issue(&self, path: &str, args: &Value) -> (i64, Plan, Option<ExecutionCallRecord>) {
+        let hash = args_hash(self.seed, path, args);
+        let mut st = lock(&self.state);
+        if let Some(replay) = st.replay.as_mut() {
+            let found = replay
+                .entries
+                .iter_mut()
+                .find(|(c, used)| !*used && c.path == path && c.args_hash == hash);
+            if let Some((call, used)) = found {
+                *used = true;
+                let seq = call.seq;
+                if Some(seq) == replay.pending_seq {
+                    replay.pending_reached = true;
+                    let plan = match replay.decision {
+                        ResumeAction::Accept => Plan::Live { pre_approved: true },
+                        ResumeAction::Decline => Plan::Refused(declined(path, "declined")),
+                        ResumeAction::Cancel => Plan::Refused(declined(path, "cancelled")),
+                    };
+                    return (seq, plan, None);
+                }
+                if let Some(reply) = call.outcome.as_ref().and_then(reply_from_json) {
+                    return (seq, Plan::Replayed(reply), None);
+                }
+                // In flight when the execution was saved: it runs again.
+                return (
+                    seq,
+                    Plan::Live {
+                        pre_approved: false,
+                    },
+                    None,
+                );
+            }
+            if replay.pending_seq.is_some() && !replay.pending_reached {
+                let message = format!(
+                    "The execution could not be resumed: its code took a different path than before the pause (call #{} was tools.{path}, which the journal does not have). Run the code again instead.",
+                    st.next_seq
+                );
+                st.diverged.get_or_insert(message.clone());
+                return (-1, Plan::Diverged(message), None);
+            }
+        }
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        let record = ExecutionCallRecord {
+            seq,
+            path: path.to_owned(),
+            args: redact(args),
+            args_hash: hash,
+            outcome: None,
+            pause: None,
+            started_at: now_ms(),
+            duration_ms: None,
+        };
+        st.calls.insert(seq, record.clone());
+        let write = st.persisted.then_some(record);
+        (
+            seq,
+            Plan::Live {
+                pre_approved: false,
+            },
+            write,
+        )
+    }
+
+    /// Records the reply of call `seq`; returns the record to write through when saved.
+    fn complete(&self, seq: i64, reply: &HostReply, took: Duration) -> Option<ExecutionCallRecord> {
+        let mut st = lock(&self.state);
+        let persisted = st.persisted;
+        let call = st.calls.get_mut(&seq)?;
+        call.outcome = Some(reply_to_json(reply));
+        call.duration_ms = Some(i64::try_from(took.as_millis()).unwrap_or(i64::MAX));
+        persisted.then(|| call.clone())
+    }
+
+    fn row(&self, st: &State) -> ExecutionRecord {
+        ExecutionRecord {
+            id: self.id.clone(),
+            code: self.code.clone(),
+            auto_approve: self.auto_approve,
+            status: st.status,
+            seed: self.seed,
+            started_at: self.started_at,
+            updated_at: now_ms(),
+            finished_at: None,
+            expires_at: st.expires_at,
+            duration_ms: None,
+            tool_calls: st.calls.len() as i64,
+            clock: json!(st.clock_log),
+            pending: st.pending.clone(),
+            outcome: None,
+        }
+    }
+
+    async fn write_call(&self, inner: &Inner, call: ExecutionCallRecord) {
+        let _serial = self.writes.lock().await;
+        if self.detached.load(Ordering::Acquire) {
+            return;
+        }
+        if let Err(e) = inner.store.save_execution_call(&self.id, &call).await {
+            tracing::error!(execution_id = %self.id, error = %e, "could not journal a tool call");
+        }
+    }
+
+    /// Saves the row and the whole journal, after `update` changed the state.
+    async fn save(&self, inner: &Inner, update: impl FnOnce(&mut State) -> Option<i64>) {
+        let _serial = self.writes.lock().await;
+        if self.detached.load(Ordering::Acquire) {
+            return;
+        }
+        let (row, calls) = {
+            let mut st = lock(&self.state);
+            let finished_at = update(&mut st);
+            st.persisted = true;
+            let mut row = self.row(&st);
+            if let Some(finished_at) = finished_at {
+                row.finished_at = Some(finished_at);
+                row.duration_ms = Some(finished_at - self.started_at);
+            }
+            (row, st.calls.values().cloned().collect::<Vec<_>>())
+        };
+        if let Err(e) = inner.store.save_execution(&inner.scope, &row, &calls).await {
+            tracing::error!(execution_id = %self.id, error = %e, "could not save an execution");
+        }
+    }
+
+    /// The execution paused at call `seq`: it is saved with its pending interaction.
+    pub(crate) async fn persist_pause(
+        &self,
+        inner: &Inner,
+        seq: Option<i64>,
+        request: &PauseRequest,
+        expires_at: i64,
+    ) {
+        let pending = pending_json(seq, request);
+        self.save(inner, |st| {
+            if let Some(call) = seq.and_then(|s| st.calls.get_mut(&s)) {
+                call.pause = Some(json!({
+                    "message": request.message,
+                    "address": request.address,
+                }));
+            }
+            st.status = ExecutionStatus::Paused;
+            st.pending = Some(pending);
+            st.expires_at = Some(expires_at);
+            None
+        })
+        .await;
+    }
+
+    /// The person answered; the execution runs again.
+    pub(crate) async fn persist_running(
+        &self,
+        inner: &Inner,
+        seq: Option<i64>,
+        action: ResumeAction,
+    ) {
+        self.save(inner, |st| {
+            if let Some(call) = seq.and_then(|s| st.calls.get_mut(&s))
+                && let Some(Value::Object(pause)) = call.pause.as_mut()
+            {
+                pause.insert("decision".into(), json!(action.as_str()));
+            }
+            st.status = ExecutionStatus::Running;
+            st.pending = None;
+            st.expires_at = None;
+            None
+        })
+        .await;
+    }
+
+    /// The execution settled.
+    pub(crate) async fn persist_finish(&self, inner: &Inner, completed: &Completed) {
+        let _serial = self.writes.lock().await;
+        if self.detached.load(Ordering::Acquire) {
+            return;
+        }
+        let now = now_ms();
+        let (row, calls) = {
+            let mut st = lock(&self.state);
+            st.status = if completed.is_error {
+                ExecutionStatus::Failed
+            } else {
+                ExecutionStatus::Completed
+            };
+            st.pending = None;
+            st.expires_at = None;
+            st.persisted = true;
+            let mut row = self.row(&st);
+            row.finished_at = Some(now);
+            row.duration_ms = Some(now - self.started_at);
+            row.outcome = Some(completed_to_json(completed));
+            (row, st.calls.values().cloned().collect::<Vec<_>>())
+        };
+        if let Err(e) = inner.store.save_execution(&inner.scope, &row, &calls).await {
+            tracing::error!(execution_id = %self.id, error = %e, "could not save an execution");
+        }
+    }
+}
+
+/// One host call of an execution, journaled (runs on the IO runtime).
+pub(crate) async fn call(
+    inner: Arc<Inner>,
+    ctx: Arc<ExecutionCtx>,
+    path: String,
+    args: Value,
+) -> HostReply {
+    let journal = ctx.journal.clone();
+    let (seq, plan, write) = journal.issue(&path, &args);
+    if let Some(record) = write {
+        journal.write_call(&inner, record).await;
+    }
+    let started = Instant::now();
+    let reply = match plan {
+        Plan::Replayed(reply) => return reply,
+        Plan::Diverged(message) => return HostReply::Reject(message),
+        Plan::Refused(message) => HostReply::Reject(message),
+        Plan::Live { pre_approved } => {
+            let meta = CallMeta { seq, pre_approved };
+            CALL.scope(
+                meta,
+                crate::dispatch::dispatch(inner.clone(), ctx, path, args),
+            )
+            .await
+        }
+    };
+    if let Some(record) = journal.complete(seq, &reply, started.elapsed()) {
+        journal.write_call(&inner, record).await;
+    }
+    reply
+}
+
+/// The message of a call that was declined or cancelled (the dispatcher's wording).
+fn declined(path: &str, how: &str) -> String {
+    format!("Tool \"{path}\" requires approval but the request was {how} by the user.")
+}
+
+/// `{resolve: value}` | `{reject: message}`.
+fn reply_to_json(reply: &HostReply) -> Value {
+    match reply {
+        HostReply::Resolve(value) => json!({ "resolve": value }),
+        HostReply::Reject(message) => json!({ "reject": message }),
+    }
+}
+
+fn reply_from_json(value: &Value) -> Option<HostReply> {
+    if let Some(v) = value.get("resolve") {
+        return Some(HostReply::Resolve(v.clone()));
+    }
+    value
+        .get("reject")
+        .and_then(Value::as_str)
+        .map(|m| HostReply::Reject(m.to_owned()))
+}
+
+pub(crate) fn completed_to_json(c: &Completed) -> Value {
+    json!({ "text": c.text, "structured": c.structured, "isError": c.is_error })
+}
+
+pub(crate) fn completed_from_json(value: &Value) -> Option<Completed> {
+    Some(Completed {
+        text: value.get("text")?.as_str()?.to_owned(),
+        structured: value.get("structured").cloned().unwrap_or(Value::Null),
+        is_error: value
+            .get("isError")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+/// The stored pending interaction: what the paused view is rebuilt from after a restart.
+fn pending_json(seq: Option<i64>, request: &PauseRequest) -> Value {
+    json!({
+        "seq": seq,
+        "message": request.message,
+        "address": request.address,
+        "args": redact(&request.args),
+    })
+}
+
+/// Salted SHA-256 of the path and the unredacted arguments (replay matches on it; the salt is
+/// the execution's seed, so equal secrets do not hash alike across executions).
+fn args_hash(seed: u64, path: &str, args: &Value) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(seed.to_le_bytes());
+    hasher.update(path.as_bytes());
+    hasher.update([0]);
+    hasher.update(args.to_string().as_bytes());
+    hex::encode(&hasher.finalize()[..16])
+}
+
+/// Whether an object key names something secret (`password`, `apiKey`, `access_token`,
+/// `Authorization`, `cookie`, `clientSecret`, `key`, …).
+fn is_secret_key(key: &str) -> bool {
+    let k: String = key
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    const EXACT: [&str; 4] = ["key", "auth", "pwd", "pass"];
+    const PARTS: [&str; 14] = [
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "token",
+        "apikey",
+        "authorization",
+        "cookie",
+        "credential",
+        "privatekey",
+        "accesskey",
+        "signingkey",
+        "sessionid",
+        "bearer",
+    ];
+    EXACT.contains(&k.as_str()) || PARTS.iter().any(|p| k.contains(p))
+}
+
+/// A copy of `value` with the values of secret-looking keys, and strings that look like bearer
+/// credentials, replaced by [`REDACTED`].
+pub(crate) fn redact(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if is_secret_key(k) && !v.is_null() {
+                        json!(REDACTED)
+                    } else {
+                        redact(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect::<Map<String, Value>>(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        Value::String(s) if looks_like_credential(s) => json!(REDACTED),
+        other => other.clone(),
+    }
+}
+
+fn looks_like_credential(s: &str) -> bool {
+    let lower = s.trim_start().to_ascii_lowercase();
+    lower.starts_with("bearer ") || lower.starts_with("basic ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_masks_secret_keys_at_any_depth() {
+        let args = json!({
+            "token": "s3cret",
+            "query": "hello",
+            "nested": {"apiKey": "k", "api_key": "k2", "Authorization": "x", "page": 2},
+            "list": [{"password": "p"}, "Bearer abc", "plain"],
+            "client_secret": null,
+            "keyword": "visible",
+        });
+        assert_eq!(
+            redact(&args),
+            json!({
+                "token": REDACTED,
+                "query": "hello",
+                "nested": {"apiKey": REDACTED, "api_key": REDACTED, "Authorization": REDACTED, "page": 2},
+                "list": [{"password": REDACTED}, REDACTED, "plain"],
+                "client_secret": null,
+                "keyword": "visible",
+            })
+        );
+    }
+
+    fn stored(
+        seed: u64,
+        seq: i64,
+        path: &str,
+        args: &Value,
+        outcome: Option<Value>,
+    ) -> ExecutionCallRecord {
+        ExecutionCallRecord {
+            seq,
+            path: path.to_owned(),
+            args: redact(args),
+            args_hash: args_hash(seed, path, args),
+            outcome,
+            pause: None,
+            started_at: 0,
+            duration_ms: None,
+        }
+    }
+
+    fn restored(decision: ResumeAction) -> Arc<Journal> {
+        let rec = ExecutionRecord {
+            id: "exec_x".into(),
+            code: String::new(),
+            auto_approve: false,
+            status: ExecutionStatus::Paused,
+            seed: 9,
+            started_at: 0,
+            updated_at: 0,
+            finished_at: None,
+            expires_at: None,
+            duration_ms: None,
+            tool_calls: 3,
+            clock: json!([5.0, 6.0]),
+            pending: Some(json!({"seq": 2})),
+            outcome: None,
+        };
+        let calls = vec![
+            stored(
+                9,
+                0,
+                "a.b",
+                &json!({"n": 1}),
+                Some(json!({"resolve": "one"})),
+            ),
+            stored(9, 1, "a.c", &json!({}), Some(json!({"reject": "nope"}))),
+            stored(9, 2, "a.gated", &json!({"n": 1}), None),
+            stored(9, 3, "a.inflight", &json!({}), None),
+        ];
+        Journal::restored(rec, calls, decision)
+    }
+
+    #[test]
+    fn replay_answers_from_the_journal_then_runs_live() {
+        let j = restored(ResumeAction::Accept);
+        assert_eq!((j.clock(), j.clock()), (5.0, 6.0));
+        assert!(j.clock() > 1.6e12, "then the system clock");
+        // Out of order is fine: calls match on path and arguments.
+        let (seq, plan, write) = j.issue("a.c", &json!({}));
+        assert!(matches!(plan, Plan::Replayed(HostReply::Reject(ref m)) if m == "nope"));
+        assert_eq!((seq, write), (1, None));
+        let (seq, plan, _) = j.issue("a.b", &json!({"n": 1}));
+        assert!(matches!(plan, Plan::Replayed(HostReply::Resolve(ref v)) if v == "one"));
+        assert_eq!(seq, 0);
+        // In flight at the pause: runs again under its seq.
+        let (seq, plan, _) = j.issue("a.inflight", &json!({}));
+        assert!(matches!(
+            plan,
+            Plan::Live {
+                pre_approved: false
+            }
+        ));
+        assert_eq!(seq, 3);
+        let (seq, plan, _) = j.issue("a.gated", &json!({"n": 1}));
+        assert!(matches!(plan, Plan::Live { pre_approved: true }));
+        assert_eq!(seq, 2);
+        // Beyond the journal: live, new seqs, written through (the row exists).
+        let (seq, plan, write) = j.issue("a.b", &json!({"n": 1}));
+        assert!(matches!(
+            plan,
+            Plan::Live {
+                pre_approved: false
+            }
+        ));
+        assert_eq!(seq, 4);
+        assert_eq!(write.map(|w| w.seq), Some(4));
+        assert!(j.finish_output(RunOutput::default()).error.is_none());
+    }
+
+    #[test]
+    fn a_refused_pause_rejects_and_a_diverging_call_fails_the_execution() {
+        let j = restored(ResumeAction::Decline);
+        let (_, plan, _) = j.issue("a.gated", &json!({"n": 1}));
+        assert!(matches!(plan, Plan::Refused(ref m) if m.contains("declined by the user")));
+
+        let j = restored(ResumeAction::Accept);
+        let (_, plan, _) = j.issue("a.gated", &json!({"n": 2}));
+        assert!(matches!(plan, Plan::Diverged(_)));
+        let out = j.finish_output(RunOutput {
+            result: Some(json!(1)),
+            ..RunOutput::default()
+        });
+        assert!(out.result.is_none());
+        assert!(out.error.unwrap().contains("different path"));
+    }
+
+    #[test]
+    fn hashes_depend_on_seed_path_and_args() {
+        let a = args_hash(1, "x.y", &json!({"a": 1}));
+        assert_eq!(a, args_hash(1, "x.y", &json!({"a": 1})));
+        assert_ne!(a, args_hash(2, "x.y", &json!({"a": 1})));
+        assert_ne!(a, args_hash(1, "x.z", &json!({"a": 1})));
+        assert_ne!(a, args_hash(1, "x.y", &json!({"a": 2})));
+    }
+}

@@ -1,0 +1,219 @@
+//! Tool policies: CRUD with validation, and the one resolver every surface asks. Patterns are
+//! checked when written (a bad pattern is a clear 400, not the original's 500), and each write
+//! reports how many known tools the pattern matches, so a dead `block` rule shows at once.
+
+use std::sync::Arc;
+
+use executor_core::policy::{
+    Decision, PolicyAction, PolicyPattern, PolicyRule, PolicySet, count_matches, default_position,
+    policy_id, validate_position,
+};
+use executor_core::{Owner, now_ms};
+use executor_store::PolicyRecord;
+
+use crate::Engine;
+use crate::error::{EngineError, EngineResult};
+
+/// A policy as the API returns it, with the number of known tools its pattern matches.
+#[derive(Debug, Clone)]
+pub struct PolicyView {
+    pub id: String,
+    pub owner: Owner,
+    pub pattern: String,
+    pub action: PolicyAction,
+    pub position: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub matches: usize,
+}
+
+/// The rule snapshot, rebuilt when the catalog generation (bumped by policy writes) moves.
+#[derive(Default)]
+pub(crate) struct PolicyCache {
+    cached: tokio::sync::Mutex<Option<(u64, Arc<PolicySet>)>>,
+}
+
+fn invalid(message: impl Into<String>) -> EngineError {
+    EngineError::InvalidPolicy {
+        message: message.into(),
+    }
+}
+
+fn parse_pattern(raw: &str) -> EngineResult<PolicyPattern> {
+    PolicyPattern::parse(raw.trim()).map_err(|e| invalid(format!("Invalid policy pattern {raw:?}: {e}")))
+}
+
+fn parse_action(raw: &str) -> EngineResult<PolicyAction> {
+    raw.parse().map_err(|e: executor_core::policy::ActionError| invalid(e.to_string()))
+}
+
+fn rule_from(record: &PolicyRecord) -> Option<PolicyRule> {
+    Some(PolicyRule {
+        id: record.id.clone(),
+        owner: record.owner,
+        pattern: PolicyPattern::parse(&record.pattern).ok()?,
+        action: record.action.parse().ok()?,
+        position: record.position.clone(),
+    })
+}
+
+impl Engine {
+    /// Every visible rule: user rules first, then org, each by position.
+    pub async fn list_policies(&self) -> EngineResult<Vec<PolicyView>> {
+        let set = self.policy_set().await?;
+        let ids = self.policy_tool_ids().await?;
+        let records = self.inner.store.list_policies(&self.inner.scope).await?;
+        Ok(set
+            .rules()
+            .iter()
+            .filter_map(|rule| {
+                let record = records.iter().find(|r| r.id == rule.id)?;
+                Some(view(record, rule.action, count_matches(&rule.pattern, ids.iter().map(String::as_str))))
+            })
+            .collect())
+    }
+
+    pub async fn create_policy(
+        &self,
+        owner: Owner,
+        pattern: &str,
+        action: &str,
+        position: Option<String>,
+    ) -> EngineResult<PolicyView> {
+        let pattern = parse_pattern(pattern)?;
+        let action = parse_action(action)?;
+        let set = self.policy_set().await?;
+        let position = match position {
+            Some(p) => {
+                validate_position(&p).map_err(|e| invalid(format!("Invalid position {p:?}: {e}")))?;
+                p
+            }
+            None => default_position(set.rules(), owner, &pattern),
+        };
+        let now = now_ms();
+        let record = PolicyRecord {
+            id: policy_id(rand::random(), now),
+            owner,
+            pattern: pattern.as_str().to_owned(),
+            action: action.as_str().to_owned(),
+            position,
+            created_at: now,
+            updated_at: now,
+        };
+        self.inner.store.insert_policy(&self.inner.scope, &record).await?;
+        self.policies_changed();
+        self.policy_view(&record, &pattern, action).await
+    }
+
+    pub async fn update_policy(
+        &self,
+        id: &str,
+        owner: Owner,
+        pattern: Option<&str>,
+        action: Option<&str>,
+        position: Option<String>,
+    ) -> EngineResult<PolicyView> {
+        let not_found = || EngineError::PolicyNotFound { id: id.to_owned() };
+        let current = self
+            .inner
+            .store
+            .list_policies(&self.inner.scope)
+            .await?
+            .into_iter()
+            .find(|r| r.id == id && r.owner == owner)
+            .ok_or_else(not_found)?;
+        let pattern = parse_pattern(pattern.unwrap_or(&current.pattern))?;
+        let action = parse_action(action.unwrap_or(&current.action))?;
+        if let Some(p) = &position {
+            validate_position(p).map_err(|e| invalid(format!("Invalid position {p:?}: {e}")))?;
+        }
+        let record = PolicyRecord {
+            pattern: pattern.as_str().to_owned(),
+            action: action.as_str().to_owned(),
+            position: position.unwrap_or(current.position),
+            ..current
+        };
+        let updated = self
+            .inner
+            .store
+            .update_policy(&self.inner.scope, &record)
+            .await?
+            .ok_or_else(not_found)?;
+        self.policies_changed();
+        self.policy_view(&updated, &pattern, action).await
+    }
+
+    /// Idempotent: removing an unknown id succeeds.
+    pub async fn remove_policy(&self, owner: Owner, id: &str) -> EngineResult<()> {
+        if self.inner.store.delete_policy(&self.inner.scope, owner, id).await? {
+            self.policies_changed();
+        }
+        Ok(())
+    }
+
+    /// The decision for one tool (`tool_id` without the `tools.` root, or a static fqid).
+    pub(crate) async fn decide(&self, tool_id: &str, requires_approval: bool) -> EngineResult<Decision> {
+        Ok(self.policy_set().await?.resolve(tool_id, requires_approval))
+    }
+
+    pub(crate) async fn policy_set(&self) -> EngineResult<Arc<PolicySet>> {
+        let generation = self.inner.catalog_generation.load(std::sync::atomic::Ordering::Acquire);
+        let mut cached = self.inner.policies.cached.lock().await;
+        if let Some((g, set)) = cached.as_ref()
+            && *g == generation
+        {
+            return Ok(set.clone());
+        }
+        let records = self.inner.store.list_policies(&self.inner.scope).await?;
+        let rules: Vec<PolicyRule> = records
+            .iter()
+            .filter_map(|r| {
+                let rule = rule_from(r);
+                if rule.is_none() {
+                    tracing::warn!(policy = %r.id, "ignoring a stored policy that no longer parses");
+                }
+                rule
+            })
+            .collect();
+        let set = Arc::new(PolicySet::new(rules));
+        *cached = Some((generation, set.clone()));
+        Ok(set)
+    }
+
+    fn policies_changed(&self) {
+        // Policies change what listings, search and describe show: every cache rebuilds.
+        self.tools_changed();
+    }
+
+    /// Policy ids of every known tool: `<integration>.<owner>.<connection>.<tool>` and static fqids.
+    async fn policy_tool_ids(&self) -> EngineResult<Vec<String>> {
+        let mut ids: Vec<String> = crate::builtins::STATIC_TOOLS.iter().map(|t| t.fqid.to_owned()).collect();
+        ids.extend(
+            self.inner
+                .store
+                .list_tools(&self.inner.scope, &executor_store::ToolFilter::default())
+                .await?
+                .iter()
+                .map(|t| t.address().path()),
+        );
+        Ok(ids)
+    }
+
+    async fn policy_view(&self, record: &PolicyRecord, pattern: &PolicyPattern, action: PolicyAction) -> EngineResult<PolicyView> {
+        let ids = self.policy_tool_ids().await?;
+        Ok(view(record, action, count_matches(pattern, ids.iter().map(String::as_str))))
+    }
+}
+
+fn view(record: &PolicyRecord, action: PolicyAction, matches: usize) -> PolicyView {
+    PolicyView {
+        id: record.id.clone(),
+        owner: record.owner,
+        pattern: record.pattern.clone(),
+        action,
+        position: record.position.clone(),
+        created_at: record.created_at,
+        updated_at: record.updated_at,
+        matches,
+    }
+}

@@ -1,0 +1,287 @@
+//! [`ExecutionStore`] on SQLite.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{SqliteStore, opt_json, opt_to_json, parse_json, to_json};
+use crate::executions::{
+    ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, ExecutionSummary,
+};
+use crate::{Result, Scope, StoreError};
+
+macro_rules! execution_cols {
+    () => {
+        "id, code, auto_approve, status, seed, started_at, updated_at, finished_at, expires_at, duration_ms, tool_calls, clock, pending, outcome"
+    };
+}
+macro_rules! call_cols {
+    () => {
+        "seq, path, args, args_hash, outcome, pause, started_at, duration_ms"
+    };
+}
+
+/// Upsert of an execution row that never touches a settled row.
+const UPSERT_EXECUTION: &str = concat!(
+    "INSERT INTO execution (tenant, subject, ",
+    execution_cols!(),
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+     ON CONFLICT (id) DO UPDATE SET \
+       status = excluded.status, updated_at = excluded.updated_at, \
+       finished_at = excluded.finished_at, expires_at = excluded.expires_at, \
+       duration_ms = excluded.duration_ms, tool_calls = excluded.tool_calls, \
+       clock = excluded.clock, pending = excluded.pending, outcome = excluded.outcome \
+     WHERE execution.status IN ('running', 'paused')"
+);
+
+/// Upsert of a call that never forgets a stored outcome or pause.
+const UPSERT_CALL: &str = concat!(
+    "INSERT INTO execution_call (execution_id, ",
+    call_cols!(),
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
+     ON CONFLICT (execution_id, seq) DO UPDATE SET \
+       outcome = coalesce(excluded.outcome, execution_call.outcome), \
+       pause = coalesce(excluded.pause, execution_call.pause), \
+       duration_ms = coalesce(excluded.duration_ms, execution_call.duration_ms)"
+);
+
+fn subject(scope: &Scope) -> &str {
+    scope.subject.as_deref().unwrap_or("")
+}
+
+fn status_from(text: &str) -> Result<ExecutionStatus> {
+    ExecutionStatus::parse(text).ok_or_else(|| StoreError::Corrupt(format!("status {text:?}")))
+}
+
+fn execution_from_row(row: &SqliteRow) -> Result<ExecutionRecord> {
+    Ok(ExecutionRecord {
+        id: row.try_get("id")?,
+        code: row.try_get("code")?,
+        auto_approve: row.try_get("auto_approve")?,
+        status: status_from(row.try_get("status")?)?,
+        seed: row.try_get::<i64, _>("seed")? as u64,
+        started_at: row.try_get("started_at")?,
+        updated_at: row.try_get("updated_at")?,
+        finished_at: row.try_get("finished_at")?,
+        expires_at: row.try_get("expires_at")?,
+        duration_ms: row.try_get("duration_ms")?,
+        tool_calls: row.try_get("tool_calls")?,
+        clock: parse_json(row.try_get::<&str, _>("clock")?)?,
+        pending: opt_json(row.try_get("pending")?)?,
+        outcome: opt_json(row.try_get("outcome")?)?,
+    })
+}
+
+fn call_from_row(row: &SqliteRow) -> Result<ExecutionCallRecord> {
+    Ok(ExecutionCallRecord {
+        seq: row.try_get("seq")?,
+        path: row.try_get("path")?,
+        args: parse_json(row.try_get::<&str, _>("args")?)?,
+        args_hash: row.try_get("args_hash")?,
+        outcome: opt_json(row.try_get("outcome")?)?,
+        pause: opt_json(row.try_get("pause")?)?,
+        started_at: row.try_get("started_at")?,
+        duration_ms: row.try_get("duration_ms")?,
+    })
+}
+
+fn bind_call<'q>(
+    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    execution_id: &'q str,
+    call: &'q ExecutionCallRecord,
+) -> Result<sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>> {
+    Ok(query
+        .bind(execution_id)
+        .bind(call.seq)
+        .bind(&call.path)
+        .bind(to_json(&call.args)?)
+        .bind(&call.args_hash)
+        .bind(opt_to_json(call.outcome.as_ref())?)
+        .bind(opt_to_json(call.pause.as_ref())?)
+        .bind(call.started_at)
+        .bind(call.duration_ms))
+}
+
+#[async_trait]
+impl ExecutionStore for SqliteStore {
+    async fn save_execution(
+        &self,
+        scope: &Scope,
+        rec: &ExecutionRecord,
+        calls: &[ExecutionCallRecord],
+    ) -> Result<()> {
+        let clock = to_json(&rec.clock)?;
+        let pending = opt_to_json(rec.pending.as_ref())?;
+        let outcome = opt_to_json(rec.outcome.as_ref())?;
+        let row = sqlx::query(UPSERT_EXECUTION)
+            .bind(&scope.tenant)
+            .bind(subject(scope))
+            .bind(&rec.id)
+            .bind(&rec.code)
+            .bind(rec.auto_approve)
+            .bind(rec.status.as_str())
+            .bind(rec.seed as i64)
+            .bind(rec.started_at)
+            .bind(rec.updated_at)
+            .bind(rec.finished_at)
+            .bind(rec.expires_at)
+            .bind(rec.duration_ms)
+            .bind(rec.tool_calls)
+            .bind(clock)
+            .bind(pending)
+            .bind(outcome);
+        if calls.is_empty() {
+            // The common case (no tool calls): one statement, no explicit transaction.
+            row.execute(&self.writer).await?;
+            return Ok(());
+        }
+        let mut tx = self.begin_write().await?;
+        row.execute(&mut *tx).await?;
+        for call in calls {
+            bind_call(sqlx::query(UPSERT_CALL), &rec.id, call)?
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn save_execution_call(
+        &self,
+        execution_id: &str,
+        call: &ExecutionCallRecord,
+    ) -> Result<()> {
+        bind_call(sqlx::query(UPSERT_CALL), execution_id, call)?
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn get_execution(&self, scope: &Scope, id: &str) -> Result<Option<ExecutionRecord>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            execution_cols!(),
+            " FROM execution WHERE id = ? AND tenant = ? AND subject = ?"
+        ))
+        .bind(id)
+        .bind(&scope.tenant)
+        .bind(subject(scope))
+        .fetch_optional(&self.reader)
+        .await?;
+        row.as_ref().map(execution_from_row).transpose()
+    }
+
+    async fn execution_calls(&self, execution_id: &str) -> Result<Vec<ExecutionCallRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            call_cols!(),
+            " FROM execution_call WHERE execution_id = ? ORDER BY seq"
+        ))
+        .bind(execution_id)
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter().map(call_from_row).collect()
+    }
+
+    async fn claim_paused_execution(&self, scope: &Scope, id: &str, now: i64) -> Result<bool> {
+        let claimed = sqlx::query(
+            "UPDATE execution SET status = 'running', updated_at = ? \
+             WHERE id = ? AND tenant = ? AND subject = ? AND status = 'paused' \
+               AND (expires_at IS NULL OR expires_at > ?)",
+        )
+        .bind(now)
+        .bind(id)
+        .bind(&scope.tenant)
+        .bind(subject(scope))
+        .bind(now)
+        .execute(&self.writer)
+        .await?
+        .rows_affected();
+        Ok(claimed > 0)
+    }
+
+    async fn list_executions(
+        &self,
+        scope: &Scope,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<ExecutionSummary>> {
+        let rows = sqlx::query(
+            "SELECT id, status, started_at, finished_at, duration_ms, tool_calls, \
+               json_extract(outcome, '$.isError') AS is_error \
+             FROM execution WHERE tenant = ? AND subject = ? \
+             ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?",
+        )
+        .bind(&scope.tenant)
+        .bind(subject(scope))
+        .bind(i64::from(limit))
+        .bind(i64::from(offset))
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ExecutionSummary {
+                    id: row.try_get("id")?,
+                    status: status_from(row.try_get("status")?)?,
+                    started_at: row.try_get("started_at")?,
+                    finished_at: row.try_get("finished_at")?,
+                    duration_ms: row.try_get("duration_ms")?,
+                    tool_calls: row.try_get("tool_calls")?,
+                    is_error: row.try_get::<Option<i64>, _>("is_error")?.map(|v| v != 0),
+                })
+            })
+            .collect()
+    }
+
+    async fn expire_paused_executions(&self, now: i64, outcome: &Value) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "UPDATE execution SET status = 'expired', updated_at = ?, finished_at = ?, \
+               pending = NULL, outcome = ? \
+             WHERE status = 'paused' AND expires_at IS NOT NULL AND expires_at <= ? \
+             RETURNING id",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(to_json(outcome)?)
+        .bind(now)
+        .fetch_all(&self.writer)
+        .await?)
+    }
+
+    async fn fail_running_executions(&self, now: i64, outcome: &Value) -> Result<u64> {
+        Ok(sqlx::query(
+            "UPDATE execution SET status = 'failed', updated_at = ?, finished_at = ?, \
+               pending = NULL, outcome = ? \
+             WHERE status = 'running'",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(to_json(outcome)?)
+        .execute(&self.writer)
+        .await?
+        .rows_affected())
+    }
+
+    async fn delete_settled_executions(&self, before: i64) -> Result<u64> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "DELETE FROM execution_call WHERE execution_id IN \
+               (SELECT id FROM execution WHERE status IN ('completed', 'failed', 'expired') \
+                  AND finished_at < ?)",
+        )
+        .bind(before)
+        .execute(&mut *tx)
+        .await?;
+        let deleted = sqlx::query(
+            "DELETE FROM execution WHERE status IN ('completed', 'failed', 'expired') \
+               AND finished_at < ?",
+        )
+        .bind(before)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok(deleted)
+    }
+}

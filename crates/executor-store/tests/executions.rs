@@ -1,0 +1,179 @@
+//! The execution journal on SQLite: save/upsert rules, listing, claims, expiry and purge.
+
+use executor_store::{
+    ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, Scope, SqliteStore,
+};
+use serde_json::json;
+
+fn record(id: &str, status: ExecutionStatus, started_at: i64) -> ExecutionRecord {
+    ExecutionRecord {
+        id: id.to_owned(),
+        code: "return 1".to_owned(),
+        auto_approve: false,
+        status,
+        seed: u64::MAX - 7,
+        started_at,
+        updated_at: started_at,
+        finished_at: None,
+        expires_at: None,
+        duration_ms: None,
+        tool_calls: 0,
+        clock: json!([1.0, 2.5]),
+        pending: None,
+        outcome: None,
+    }
+}
+
+fn call(seq: i64, outcome: Option<serde_json::Value>) -> ExecutionCallRecord {
+    ExecutionCallRecord {
+        seq,
+        path: "a.org.main.t".to_owned(),
+        args: json!({"q": seq}),
+        args_hash: format!("h{seq}"),
+        outcome,
+        pause: None,
+        started_at: 10,
+        duration_ms: None,
+    }
+}
+
+#[tokio::test]
+async fn save_read_and_upsert_rules() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let scope = Scope::local("t");
+    let mut rec = record("exec_1", ExecutionStatus::Paused, 100);
+    rec.pending = Some(json!({"seq": 1, "message": "ok?"}));
+    rec.expires_at = Some(1_000);
+    rec.tool_calls = 2;
+    store
+        .save_execution(
+            &scope,
+            &rec,
+            &[call(0, Some(json!({"resolve": 1}))), call(1, None)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_execution(&scope, "exec_1").await.unwrap(),
+        Some(rec.clone())
+    );
+    // Another tenant or subject sees nothing.
+    assert_eq!(
+        store
+            .get_execution(&Scope::local("u"), "exec_1")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .get_execution(&Scope::new("t", Some("bob".into())), "exec_1")
+            .await
+            .unwrap(),
+        None
+    );
+
+    // A stored outcome is never replaced by NULL; a new one lands.
+    store
+        .save_execution_call("exec_1", &call(0, None))
+        .await
+        .unwrap();
+    store
+        .save_execution_call("exec_1", &call(1, Some(json!({"reject": "no"}))))
+        .await
+        .unwrap();
+    let calls = store.execution_calls("exec_1").await.unwrap();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].outcome, Some(json!({"resolve": 1})));
+    assert_eq!(calls[1].outcome, Some(json!({"reject": "no"})));
+
+    // Settled rows do not change again.
+    let mut done = rec.clone();
+    done.status = ExecutionStatus::Completed;
+    done.pending = None;
+    done.finished_at = Some(200);
+    done.duration_ms = Some(100);
+    done.outcome = Some(json!({"text": "1", "structured": {}, "isError": false}));
+    store.save_execution(&scope, &done, &[]).await.unwrap();
+    store.save_execution(&scope, &rec, &[]).await.unwrap();
+    let read = store
+        .get_execution(&scope, "exec_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.status, ExecutionStatus::Completed);
+    assert_eq!(read.seed, u64::MAX - 7);
+}
+
+#[tokio::test]
+async fn claims_expiry_recovery_listing_and_purge() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let scope = Scope::local("t");
+    let mut paused = record("exec_p", ExecutionStatus::Paused, 100);
+    paused.expires_at = Some(1_000);
+    store.save_execution(&scope, &paused, &[]).await.unwrap();
+    let mut late = record("exec_late", ExecutionStatus::Paused, 200);
+    late.expires_at = Some(500);
+    store.save_execution(&scope, &late, &[]).await.unwrap();
+    let mut done = record("exec_done", ExecutionStatus::Failed, 300);
+    done.finished_at = Some(350);
+    done.duration_ms = Some(50);
+    done.outcome = Some(json!({"text": "Error: x", "structured": {}, "isError": true}));
+    store
+        .save_execution(&scope, &done, &[call(0, None)])
+        .await
+        .unwrap();
+
+    // Past its expiry a pause cannot be claimed; one claim wins.
+    assert!(
+        !store
+            .claim_paused_execution(&scope, "exec_late", 600)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .claim_paused_execution(&scope, "exec_p", 600)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .claim_paused_execution(&scope, "exec_p", 600)
+            .await
+            .unwrap()
+    );
+
+    let expired = store
+        .expire_paused_executions(600, &json!({"text": "expired", "isError": true}))
+        .await
+        .unwrap();
+    assert_eq!(expired, vec!["exec_late".to_owned()]);
+    let failed = store
+        .fail_running_executions(700, &json!({"text": "interrupted", "isError": true}))
+        .await
+        .unwrap();
+    assert_eq!(failed, 1);
+
+    let list = store.list_executions(&scope, 10, 0).await.unwrap();
+    let ids: Vec<_> = list
+        .iter()
+        .map(|e| (e.id.as_str(), e.status, e.is_error))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            ("exec_done", ExecutionStatus::Failed, Some(true)),
+            ("exec_late", ExecutionStatus::Expired, Some(true)),
+            ("exec_p", ExecutionStatus::Failed, Some(true)),
+        ]
+    );
+    assert_eq!(
+        store.list_executions(&scope, 1, 1).await.unwrap()[0].id,
+        "exec_late"
+    );
+
+    assert_eq!(store.delete_settled_executions(650).await.unwrap(), 2);
+    assert!(store.execution_calls("exec_done").await.unwrap().is_empty());
+    assert_eq!(store.list_executions(&scope, 10, 0).await.unwrap().len(), 1);
+}

@@ -1,0 +1,155 @@
+//! The in-process server every integration test drives: a real SQLite data dir, the engine,
+//! and the HTTP server on a loopback port, plus helpers for the seed fixture.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use executor_engine::{Engine, EngineConfig};
+use executor_mcp::testing::StatefulMcpServer;
+use executor_store::{Scope, SqliteStore};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub struct Harness {
+    pub base: String,
+    pub http: reqwest::Client,
+    pub engine: Engine,
+    pub shutdown: CancellationToken,
+    pub dir: Arc<tempfile::TempDir>,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// How to start a [`Harness`].
+pub struct Options {
+    pub js_timeout: Duration,
+    pub allowed_hosts: Vec<String>,
+    /// Reuse a data dir (a restart); a fresh one when `None`.
+    pub dir: Option<Arc<tempfile::TempDir>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            js_timeout: Duration::from_secs(10),
+            allowed_hosts: Vec::new(),
+            dir: None,
+        }
+    }
+}
+
+impl Harness {
+    pub async fn start() -> Self {
+        Self::start_opts(Options::default()).await
+    }
+
+    pub async fn start_with(js_timeout: Duration) -> Self {
+        Self::start_opts(Options {
+            js_timeout,
+            ..Options::default()
+        })
+        .await
+    }
+
+    pub async fn start_opts(options: Options) -> Self {
+        let dir = options
+            .dir
+            .unwrap_or_else(|| Arc::new(tempfile::tempdir().unwrap()));
+        let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
+        let engine = Engine::new(
+            store,
+            Scope::local("integration-test"),
+            EngineConfig::with_js_timeout(options.js_timeout),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let shutdown = CancellationToken::new();
+        tokio::spawn(executor_server::serve_with(
+            listener,
+            engine.clone(),
+            executor_server::ServeConfig {
+                allowed_hosts: options.allowed_hosts,
+            },
+            shutdown.clone(),
+            Duration::from_secs(5),
+        ));
+        Harness {
+            base,
+            http: reqwest::Client::new(),
+            engine,
+            shutdown,
+            dir,
+        }
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// Adds the fixture as integration `slug` with an org connection `main`.
+    pub async fn add_fixture(&self, fixture: &StatefulMcpServer, slug: &str) {
+        let (status, body) = self
+            .post(
+                "/api/mcp/servers",
+                json!({"transport":"remote","name":"Session-stateful MCP","endpoint":fixture.url,"slug":slug,"remoteTransport":"streamable-http"}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["slug"], slug);
+        let (status, body) = self
+            .post(
+                "/api/connections",
+                json!({"owner":"org","name":"main","integration":slug,"template":"none","value":""}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["address"], format!("tools.{slug}.org.main"));
+    }
+
+    /// Runs code as the approver (`autoApprove: true`).
+    pub async fn execute(&self, code: &str) -> Value {
+        let (status, body) = self
+            .post("/api/executions", json!({"code": code, "autoApprove": true}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Runs code as an agent: gated calls pause.
+    pub async fn execute_gated(&self, code: &str) -> Value {
+        let (status, body) = self.post("/api/executions", json!({"code": code})).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    pub async fn resume(&self, id: &str, action: &str) -> (u16, Value) {
+        self.post(&format!("/api/executions/{id}/resume"), json!({"action": action}))
+            .await
+    }
+}
