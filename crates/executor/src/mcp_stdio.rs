@@ -10,12 +10,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
-use executor_server::mcp::{ElicitationMode, ExecutorMcp, SERVER_NAME, SERVER_VERSION};
+use executor_server::mcp::{ElicitationMode, ExecutorMcp};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ProtocolVersion, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -30,12 +29,7 @@ const MANIFEST_WAIT: Duration = Duration::from_secs(10);
 
 pub(crate) fn run(settings: McpSettings) -> anyhow::Result<ExitCode> {
     crate::server::init_logging();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("executor-io")
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(serve(settings))
+    crate::server::io_runtime()?.block_on(serve(settings))
 }
 
 async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
@@ -147,13 +141,7 @@ fn upstream_error(e: rmcp::ServiceError) -> ErrorData {
 
 impl ServerHandler for Bridge {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(SERVER_NAME, SERVER_VERSION))
+        executor_server::mcp::server_config()
     }
 
     async fn initialize(

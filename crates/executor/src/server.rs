@@ -19,12 +19,16 @@ const DRAIN: Duration = Duration::from_secs(10);
 
 pub(crate) fn run(settings: Settings) -> anyhow::Result<ExitCode> {
     init_logging();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    io_runtime()?.block_on(serve(settings))
+}
+
+/// The runtime that serves requests and owns all network IO (JavaScript runs elsewhere).
+pub(crate) fn io_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("executor-io")
         .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(serve(settings))
+        .context("starting the async runtime")
 }
 
 pub(crate) fn init_logging() {

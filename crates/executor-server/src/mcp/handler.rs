@@ -417,15 +417,21 @@ impl ExecutorMcp {
     }
 }
 
+/// What every Executor MCP server (HTTP, stdio, the stdio bridge) announces: tools, with
+/// `listChanged`.
+pub fn server_config() -> ServerConfig {
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build(),
+    )
+    .with_server_info(Implementation::new(SERVER_NAME, SERVER_VERSION))
+}
+
 impl ServerHandler for ExecutorMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(SERVER_NAME, SERVER_VERSION))
+        server_config()
     }
 
     async fn initialize(

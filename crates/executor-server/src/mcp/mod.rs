@@ -21,7 +21,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-pub use handler::{ElicitationMode, ExecutorMcp, SERVER_NAME, SERVER_VERSION};
+pub use handler::{ElicitationMode, ExecutorMcp, SERVER_NAME, SERVER_VERSION, server_config};
 
 /// Hosts always accepted in `Host` (DNS-rebinding protection).
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
