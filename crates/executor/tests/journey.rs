@@ -316,3 +316,33 @@ async fn a_spinning_script_does_not_stall_the_server() {
     );
     h.shutdown.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_catalog_is_relisted_in_the_background() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "stateful").await;
+    // The fixture's change_tools sends notifications/tools/list_changed on the session.
+    let changed = h.execute("return (await tools.stateful.org.main.change_tools({})).ok").await;
+    assert_eq!(changed["text"], "true", "{changed}");
+    fixture.clear_requests();
+    // A read answers at once from the last good catalog and starts the re-list in the background.
+    let started = std::time::Instant::now();
+    let (status, tools) = h.get("/api/tools?integration=stateful").await;
+    assert_eq!(status, 200);
+    assert!(!tools.as_array().unwrap().is_empty(), "{tools}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let mut relisted = false;
+    for _ in 0..50 {
+        if fixture
+            .requests()
+            .iter()
+            .any(|r| r.rpc_method.as_deref() == Some("tools/list"))
+        {
+            relisted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(relisted, "no background tools/list after list_changed: {:#?}", fixture.requests());
+}

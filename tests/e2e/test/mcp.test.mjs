@@ -58,6 +58,22 @@ async function checkToolsAndExecute(client, { slug } = {}) {
     const seed = await client.callTool({ name: "execute", arguments: { code: seedCode(slug) } });
     assert.ok(textOf(seed).includes("workspace:ws-e2e"), show(seed));
     assert.ok(textOf(seed).includes("selected:ws-e2e"), show(seed));
+
+    // Discovery from inside the sandbox: ranked search within the namespace, then describe.
+    const found = await client.callTool({
+      name: "execute",
+      arguments: { code: `return await tools.search({ query: "get workspace", namespace: "${slug}" })` },
+    });
+    const page = found.structuredContent?.result;
+    assert.equal(page?.items?.[0]?.path, `${slug}.org.main.get_workspace`, show(found));
+    const described = await client.callTool({
+      name: "execute",
+      arguments: { code: `return await tools.describe.tool({ path: "${slug}.org.main.select_workspace" })` },
+    });
+    const info = described.structuredContent?.result;
+    assert.equal(info?.name, "select_workspace", show(described));
+    assert.match(info?.outputTypeScript ?? "", /ok: true/, show(described));
+    assert.ok(info?.typeScriptDefinitions?.ToolError, show(described));
   }
 }
 
