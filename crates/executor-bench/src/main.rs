@@ -37,7 +37,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
-const COLD_STARTS: usize = 10;
+const COLD_STARTS: usize = 5;
 const WRAPPER_COLD_STARTS: usize = 5;
 const RETURN_ONE_RUNS: usize = 500;
 const SEED_RUNS: usize = 300;
@@ -235,7 +235,11 @@ async fn start(product: &Product) -> anyhow::Result<(Server, Duration)> {
 fn tree_rss_kib(root: u32) -> anyhow::Result<u64> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for entry in std::fs::read_dir("/proc")?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -373,6 +377,8 @@ struct Figures {
     ret1: Vec<Duration>,
     seed: Vec<Duration>,
     seed_kept: usize,
+    /// MCP `initialize` requests the fixture saw per seed execution.
+    seed_sessions: f64,
     sequential: Vec<Duration>,
     rss_after_executions: u64,
     rss_after_throughput: u64,
@@ -432,6 +438,7 @@ async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::R
     for _ in 0..30 {
         execute(&server, SEED).await?;
     }
+    let dialled = fx.stateful.ledger.initialize_count();
     for _ in 0..SEED_RUNS {
         let t = Instant::now();
         let v = execute(&server, SEED).await?;
@@ -444,6 +451,7 @@ async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::R
             f.seed_kept += 1;
         }
     }
+    f.seed_sessions = (fx.stateful.ledger.initialize_count() - dialled) as f64 / SEED_RUNS as f64;
     if product.label == "ours" && f.seed_kept != SEED_RUNS {
         bail!("ours lost the seed's session state");
     }
@@ -497,7 +505,11 @@ async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::R
     f.catalog_tools = listed.as_array().map_or(0, Vec::len);
     f.rss_catalog = tree_rss_kib(server.pid())?;
     // A call into the big catalog still works.
-    let v = execute(&server, "return await tools.many.org.main.op_1999({ id: 'x' })").await?;
+    let v = execute(
+        &server,
+        "return await tools.many.org.main.op_1999({ id: 'x' })",
+    )
+    .await?;
     f.catalog_last_call = v["text"].as_str().unwrap_or("").contains("ok:op_1999");
     if product.label == "ours" && !f.catalog_last_call {
         bail!("ours: call into the 2,000-tool catalog failed: {v}");
@@ -510,8 +522,9 @@ async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::R
 async fn floor(url: &str) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
     let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
     let client = DirectHandler.serve(transport).await?;
-    let call =
-        |name: &'static str| CallToolRequestParams::new(name).with_arguments(serde_json::Map::new());
+    let call = |name: &'static str| {
+        CallToolRequestParams::new(name).with_arguments(serde_json::Map::new())
+    };
     for _ in 0..30 {
         client.peer().call_tool(call("select_workspace")).await?;
         client.peer().call_tool(call("get_workspace")).await?;
@@ -560,6 +573,40 @@ fn ratio(ours: f64, original: f64, higher_is_better: bool) -> String {
     format!("{r:.1}×")
 }
 
+fn median<T: PartialOrd + Copy + Default>(mut v: Vec<T>) -> T {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// Several runs' figures as one: latency samples pooled, per-run scalars as their median.
+fn combine(runs: Vec<Figures>) -> Figures {
+    let n = runs.len().max(1) as f64;
+    let scalar = |pick: fn(&Figures) -> u64| median(runs.iter().map(pick).collect());
+    let rate = |pick: fn(&Figures) -> f64| median(runs.iter().map(pick).collect());
+    let mut out = Figures {
+        token: runs.iter().any(|f| f.token),
+        idle_rss: scalar(|f| f.idle_rss),
+        seed_kept: runs.iter().map(|f| f.seed_kept).sum(),
+        seed_sessions: runs.iter().map(|f| f.seed_sessions).sum::<f64>() / n,
+        rss_after_executions: scalar(|f| f.rss_after_executions),
+        rss_after_throughput: scalar(|f| f.rss_after_throughput),
+        tput8: rate(|f| f.tput8),
+        tput64: rate(|f| f.tput64),
+        catalog_load: median(runs.iter().map(|f| f.catalog_load).collect()),
+        catalog_tools: runs.iter().map(|f| f.catalog_tools).min().unwrap_or(0),
+        catalog_last_call: runs.iter().all(|f| f.catalog_last_call),
+        rss_catalog: scalar(|f| f.rss_catalog),
+        ..Figures::default()
+    };
+    for f in runs {
+        out.cold.extend(f.cold);
+        out.ret1.extend(f.ret1);
+        out.seed.extend(f.seed);
+        out.sequential.extend(f.sequential);
+    }
+    out
+}
+
 async fn run() -> anyhow::Result<()> {
     let ours = ours();
     let original_product = original("EXECUTOR_ORIGINAL_BIN", "original");
@@ -576,21 +623,44 @@ async fn run() -> anyhow::Result<()> {
         ),
     }
 
-    let mut mine = Figures::default();
-    let mut theirs = Figures::default();
-
-    // Cold starts, interleaved so drift on the machine hits both alike.
-    for _ in 0..COLD_STARTS {
-        let (server, took) = start(&ours).await?;
-        mine.cold.push(took);
-        server.stop();
-        if let Some(p) = &original_product {
-            let (server, took) = start(p).await?;
-            theirs.cold.push(took);
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3)
+        .clamp(1, 20);
+    let (mut mine_runs, mut theirs_runs) = (Vec::new(), Vec::new());
+    let (mut floor_pair, mut floor_seq) = (Vec::new(), Vec::new());
+    for run in 1..=runs {
+        let mut mine = Figures::default();
+        let mut theirs = Figures::default();
+        // Cold starts, interleaved so drift on the machine hits both alike.
+        eprintln!("run {run}/{runs}: cold starts…");
+        for _ in 0..COLD_STARTS {
+            let (server, took) = start(&ours).await?;
+            mine.cold.push(took);
             server.stop();
+            if let Some(p) = &original_product {
+                let (server, took) = start(p).await?;
+                theirs.cold.push(took);
+                server.stop();
+            }
         }
+        eprintln!("run {run}/{runs}: ours…");
+        measure(&ours, &fx, &mut mine).await?;
+        mine_runs.push(mine);
+        if let Some(p) = &original_product {
+            eprintln!("run {run}/{runs}: the original…");
+            measure(p, &fx, &mut theirs).await?;
+            theirs_runs.push(theirs);
+        }
+        let (pair, seq) = floor(&fx.stateful.url).await?;
+        floor_pair.extend(pair);
+        floor_seq.extend(seq);
     }
+    let mut mine = combine(mine_runs);
+    let mut theirs = combine(theirs_runs);
     if let Some(w) = &wrapper {
+        eprintln!("the original's npm wrapper…");
         for _ in 0..WRAPPER_COLD_STARTS {
             let (server, took) = start(w).await?;
             theirs.wrapper_cold.push(took);
@@ -601,14 +671,6 @@ async fn run() -> anyhow::Result<()> {
         theirs.wrapper_idle_rss = tree_rss_kib(server.pid())?;
         server.stop();
     }
-
-    eprintln!("measuring ours…");
-    measure(&ours, &fx, &mut mine).await?;
-    if let Some(p) = &original_product {
-        eprintln!("measuring the original…");
-        measure(p, &fx, &mut theirs).await?;
-    }
-    let (mut floor_pair, mut floor_seq) = floor(&fx.stateful.url).await?;
 
     // ---- the table -------------------------------------------------------------------------
     let have = original_product.is_some();
@@ -624,19 +686,20 @@ async fn run() -> anyhow::Result<()> {
             n,
         ]);
     };
-    let dur_row = |what: &str,
-                   a: Duration,
-                   b: Option<Duration>,
-                   notes: String,
-                   row: &mut dyn FnMut(String, String, Option<String>, Option<String>, String)| {
-        row(
-            what.into(),
-            ms(a),
-            b.map(ms),
-            b.map(|b| ratio(a.as_secs_f64(), b.as_secs_f64(), false)),
-            notes,
-        );
-    };
+    let dur_row =
+        |what: &str,
+         a: Duration,
+         b: Option<Duration>,
+         notes: String,
+         row: &mut dyn FnMut(String, String, Option<String>, Option<String>, String)| {
+            row(
+                what.into(),
+                ms(a),
+                b.map(ms),
+                b.map(|b| ratio(a.as_secs_f64(), b.as_secs_f64(), false)),
+                notes,
+            );
+        };
     let t = |f: &mut Figures, which: fn(&mut Figures) -> &mut Vec<Duration>, p: f64| {
         percentile(which(f), p)
     };
@@ -649,7 +712,8 @@ async fn run() -> anyhow::Result<()> {
         t(&mut mine, |f| &mut f.cold, 0.5),
         other(&mut theirs, |f| &mut f.cold, 0.5),
         format!(
-            "{COLD_STARTS} starts each, fresh data dir; probe: ours `GET /api/health`, original `GET /api/integrations` (1.5.9 has no health route)"
+            "{} starts each ({COLD_STARTS} per run, interleaved), fresh data dir; probe: ours `GET /api/health`, original `GET /api/integrations` (1.5.9 has no health route)",
+            COLD_STARTS * runs
         ),
         &mut row,
     );
@@ -664,7 +728,7 @@ async fn run() -> anyhow::Result<()> {
         "`return 1` over HTTP, p50",
         t(&mut mine, |f| &mut f.ret1, 0.5),
         other(&mut theirs, |f| &mut f.ret1, 0.5),
-        format!("{RETURN_ONE_RUNS} sequential requests, keep-alive"),
+        format!("{} sequential requests, keep-alive", RETURN_ONE_RUNS * runs),
         &mut row,
     );
     dur_row(
@@ -680,7 +744,7 @@ async fn run() -> anyhow::Result<()> {
         "seed execution (select + get), p50",
         seed_ours,
         seed_theirs,
-        format!("{SEED_RUNS} runs"),
+        format!("{} executions", SEED_RUNS * runs),
         &mut row,
     );
     dur_row(
@@ -692,10 +756,17 @@ async fn run() -> anyhow::Result<()> {
     );
     row(
         "seed: `get` sees the workspace `select` chose".into(),
-        format!("{}/{SEED_RUNS}", mine.seed_kept),
-        have.then(|| format!("{}/{SEED_RUNS}", theirs.seed_kept)),
+        format!("{}/{}", mine.seed_kept, SEED_RUNS * runs),
+        have.then(|| format!("{}/{}", theirs.seed_kept, SEED_RUNS * runs)),
         None,
         "same MCP session for both calls of one execution".into(),
+    );
+    row(
+        "seed: MCP sessions opened per execution".into(),
+        format!("{:.2}", mine.seed_sessions),
+        have.then(|| format!("{:.2}", theirs.seed_sessions)),
+        None,
+        "`initialize` requests seen by the fixture ÷ runs".into(),
     );
     row(
         "floor: the same two calls, direct rmcp client, one session, p50".into(),
@@ -726,7 +797,7 @@ async fn run() -> anyhow::Result<()> {
         &format!("{SEQUENTIAL_CALLS} sequential calls in one execution, p50"),
         seq_ours,
         seq_theirs,
-        format!("{SEQUENTIAL_RUNS} runs"),
+        format!("{} executions", SEQUENTIAL_RUNS * runs),
         &mut row,
     );
     row(
@@ -745,7 +816,10 @@ async fn run() -> anyhow::Result<()> {
                 .unwrap_or_default()
         ),
     );
-    for (level, a, b) in [(8, mine.tput8, theirs.tput8), (64, mine.tput64, theirs.tput64)] {
+    for (level, a, b) in [
+        (8, mine.tput8, theirs.tput8),
+        (64, mine.tput64, theirs.tput64),
+    ] {
         row(
             format!("throughput of `return 1`, {level} in flight"),
             format!("{a:.0}/s"),
@@ -781,7 +855,10 @@ async fn run() -> anyhow::Result<()> {
                 false,
             )
         }),
-        format!("the executions above and up to 2 × {} more", THROUGHPUT_REQUESTS + 200),
+        format!(
+            "the executions above and up to 2 × {} more",
+            THROUGHPUT_REQUESTS + 200
+        ),
     );
     row(
         format!("add + list the {CATALOG_TOOLS}-tool server"),
@@ -848,7 +925,11 @@ async fn run() -> anyhow::Result<()> {
     println!();
     println!(
         "bearer token sent: ours {}, original {}",
-        if mine.token { "yes" } else { "no (none required)" },
+        if mine.token {
+            "yes"
+        } else {
+            "no (none required)"
+        },
         if !have {
             "n/a"
         } else if theirs.token {
@@ -856,6 +937,10 @@ async fn run() -> anyhow::Result<()> {
         } else {
             "no (none required)"
         }
+    );
+    println!();
+    println!(
+        "{runs} runs of the whole sequence; latency percentiles pool every run's samples, the other figures are the median of the runs' values."
     );
     println!();
     println!("| measurement | ours | original 1.5.9 | ours better by | notes |");

@@ -200,7 +200,11 @@ const HELPERS: &[(&str, &str)] = &[
 ];
 
 /// Sandbox helpers (not tools: no policy applies); `None` means "not a helper".
-pub(crate) async fn dispatch_helper(inner: &Arc<Inner>, path: &str, args: &Value) -> Option<HostReply> {
+pub(crate) async fn dispatch_helper(
+    inner: &Arc<Inner>,
+    path: &str,
+    args: &Value,
+) -> Option<HostReply> {
     let engine = Engine {
         inner: inner.clone(),
     };
@@ -229,19 +233,32 @@ pub(crate) async fn run_static(engine: &Engine, tool: &StaticTool, args: &Value)
         "executor.coreTools.policies.create" => policies_create(engine, args).await,
         "executor.coreTools.policies.update" => policies_update(engine, args).await,
         "executor.coreTools.policies.remove" => policies_remove(engine, args).await,
-        other => Err(crate::EngineError::Internal(format!("static tool {other} has no handler"))),
+        other => Err(crate::EngineError::Internal(format!(
+            "static tool {other} has no handler"
+        ))),
     };
     match reply {
         Ok(Ok(data)) => HostReply::Resolve(ToolOutcome::ok(data).to_json()),
         Ok(Err(message)) => HostReply::Resolve(
-            ToolOutcome::Err(executor_core::ToolError::new("invalid_tool_arguments", message)).to_json(),
+            ToolOutcome::Err(executor_core::ToolError::new(
+                "invalid_tool_arguments",
+                message,
+            ))
+            .to_json(),
         ),
         Err(crate::EngineError::InvalidPolicy { message }) => HostReply::Resolve(
-            ToolOutcome::Err(executor_core::ToolError::new("invalid_tool_arguments", message)).to_json(),
+            ToolOutcome::Err(executor_core::ToolError::new(
+                "invalid_tool_arguments",
+                message,
+            ))
+            .to_json(),
         ),
         Err(crate::EngineError::PolicyNotFound { id }) => HostReply::Resolve(
-            ToolOutcome::Err(executor_core::ToolError::new("policy_not_found", format!("Policy not found: {id}")))
-                .to_json(),
+            ToolOutcome::Err(executor_core::ToolError::new(
+                "policy_not_found",
+                format!("Policy not found: {id}"),
+            ))
+            .to_json(),
         ),
         Err(e) => HostReply::Reject(crate::dispatch::internal_tool_error(&e.to_string())),
     }
@@ -256,12 +273,16 @@ pub(crate) fn policy_json(p: &crate::PolicyView) -> Value {
 
 async fn policies_list(engine: &Engine) -> BuiltinResult {
     let list = engine.list_policies().await?;
-    Ok(Ok(json!({"items": list.iter().map(policy_json).collect::<Vec<_>>()})))
+    Ok(Ok(
+        json!({"items": list.iter().map(policy_json).collect::<Vec<_>>()}),
+    ))
 }
 
 fn owner_arg(map: Option<&Map<String, Value>>, tool: &str) -> Result<executor_core::Owner, String> {
     match string_arg(map, tool, "owner")? {
-        Some(o) => o.parse().map_err(|_| format!("{tool}: owner must be \"org\" or \"user\"")),
+        Some(o) => o
+            .parse()
+            .map_err(|_| format!("{tool}: owner must be \"org\" or \"user\"")),
         None => Err(format!("{tool}: owner is required (\"org\" or \"user\")")),
     }
 }
@@ -279,7 +300,9 @@ async fn policies_create(engine: &Engine, args: &Value) -> BuiltinResult {
         Ok(v) => v,
         Err(message) => return Ok(Err(message)),
     };
-    let created = engine.create_policy(owner, &pattern, &action, position).await?;
+    let created = engine
+        .create_policy(owner, &pattern, &action, position)
+        .await?;
     Ok(Ok(policy_json(&created)))
 }
 

@@ -512,7 +512,9 @@ impl Engine {
         if filter.exclude_blocked {
             let policies = self.policy_set().await?;
             out.retain(|t| {
-                let id = if t.connection == crate::STATIC_TOOL_CONNECTION && t.integration == BUILTIN_INTEGRATION {
+                let id = if t.connection == crate::STATIC_TOOL_CONNECTION
+                    && t.integration == BUILTIN_INTEGRATION
+                {
                     format!("{BUILTIN_INTEGRATION}.{}", t.name)
                 } else {
                     t.address().path()

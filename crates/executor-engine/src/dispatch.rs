@@ -249,7 +249,10 @@ fn requires_approval(tool: &ToolRecord) -> bool {
 }
 
 fn annotation_str<'a>(tool: &'a ToolRecord, key: &str) -> Option<&'a str> {
-    tool.annotations.as_ref().and_then(|a| a.get(key)).and_then(Value::as_str)
+    tool.annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
 }
 
 /// The policy gate every tool call passes, dynamic and static alike: block, approve, or pause
@@ -266,7 +269,12 @@ struct Gate<'a> {
 }
 
 impl Gate<'_> {
-    async fn pass(&self, engine: &crate::Engine, ctx: &ExecutionCtx, args: &Value) -> Result<(), HostReply> {
+    async fn pass(
+        &self,
+        engine: &crate::Engine,
+        ctx: &ExecutionCtx,
+        args: &Value,
+    ) -> Result<(), HostReply> {
         let decision = engine
             .decide(self.policy_id, self.requires_approval)
             .await
@@ -276,17 +284,23 @@ impl Gate<'_> {
             (Decision::Rule { pattern, .. }, PolicyAction::Block) => {
                 return Err(HostReply::Resolve(
                     ToolOutcome::Err(
-                        ToolError::new("tool_blocked", format!("Tool blocked by policy: {}", self.path))
-                            .with_retryable(false)
-                            .with_details(json!({ "path": self.path, "pattern": pattern })),
+                        ToolError::new(
+                            "tool_blocked",
+                            format!("Tool blocked by policy: {}", self.path),
+                        )
+                        .with_retryable(false)
+                        .with_details(json!({ "path": self.path, "pattern": pattern })),
                     )
                     .to_json(),
                 ));
             }
             (_, PolicyAction::Block) => {
                 return Err(HostReply::Resolve(
-                    ToolOutcome::Err(ToolError::new("tool_blocked", format!("Tool blocked by policy: {}", self.path)))
-                        .to_json(),
+                    ToolOutcome::Err(ToolError::new(
+                        "tool_blocked",
+                        format!("Tool blocked by policy: {}", self.path),
+                    ))
+                    .to_json(),
                 ));
             }
             _ if ctx.auto_approve => return Ok(()),
@@ -311,17 +325,29 @@ impl Gate<'_> {
         }
         match answer.await {
             Ok((ResumeAction::Accept, _)) => Ok(()),
-            Ok((ResumeAction::Decline, _)) => Err(HostReply::Reject(declined(self.path, "declined"))),
-            Ok((ResumeAction::Cancel, _)) | Err(_) => Err(HostReply::Reject(declined(self.path, "cancelled"))),
+            Ok((ResumeAction::Decline, _)) => {
+                Err(HostReply::Reject(declined(self.path, "declined")))
+            }
+            Ok((ResumeAction::Cancel, _)) | Err(_) => {
+                Err(HostReply::Reject(declined(self.path, "cancelled")))
+            }
         }
     }
 }
 
 fn approval_message(head: &str, args: &Value) -> String {
-    let shown = if args.is_null() { json!({}) } else { crate::journal::redact(args) };
+    let shown = if args.is_null() {
+        json!({})
+    } else {
+        crate::journal::redact(args)
+    };
     let mut preview = serde_json::to_string_pretty(&shown).unwrap_or_default();
     if preview.chars().count() > APPROVAL_ARGS_PREVIEW {
-        preview = preview.chars().take(APPROVAL_ARGS_PREVIEW).collect::<String>() + "...";
+        preview = preview
+            .chars()
+            .take(APPROVAL_ARGS_PREVIEW)
+            .collect::<String>()
+            + "...";
     }
     format!("{head}\n\nArguments:\n{preview}")
 }

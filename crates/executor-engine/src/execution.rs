@@ -223,15 +223,10 @@ impl Engine {
             let output = inner.sandbox.run_with(&journal.code, host, options).await;
             ctx.finish().await;
             let completed = format_completed(journal.finish_output(output));
-            if journal.is_persisted() {
-                // It was paused, so someone may resume it again: durable before it is answered.
-                journal.persist_finish(&inner, &completed).await;
-                let _ = events_tx.send((None, ExecEvent::Done(completed)));
-            } else {
-                // Nobody holds its id: answer first, then record it in the history.
-                let _ = events_tx.send((None, ExecEvent::Done(completed.clone())));
-                journal.persist_finish(&inner, &completed).await;
-            }
+            // Durable before it is answered when it paused (someone may resume it again);
+            // otherwise queued for the history writer, which is immediate.
+            journal.persist_finish(&inner, &completed).await;
+            let _ = events_tx.send((None, ExecEvent::Done(completed)));
         });
         Live {
             events: events_rx,
@@ -254,7 +249,17 @@ impl Engine {
                 live.journal
                     .persist_pause(&self.inner, seq, &request, expires_at)
                     .await;
-                let paused = paused_view(&id, &request.message, &request.address, &request.args);
+                let deadline = Deadline {
+                    expires_at,
+                    ttl: self.inner.pause_ttl,
+                };
+                let paused = paused_view(
+                    &id,
+                    &request.message,
+                    &request.address,
+                    &request.args,
+                    deadline,
+                );
                 lock(&self.inner.executions.paused).insert(
                     id,
                     PausedExecution {
@@ -282,11 +287,16 @@ impl Engine {
             let paused = lock(&self.inner.executions.paused);
             if let Some(p) = paused.get(id) {
                 return if p.expires_at > now {
+                    let deadline = Deadline {
+                        expires_at: p.expires_at,
+                        ttl: self.inner.pause_ttl,
+                    };
                     Ok(paused_view(
                         id,
                         &p.current.message,
                         &p.current.address,
                         &p.current.args,
+                        deadline,
                     ))
                 } else {
                     Err(not_found())
@@ -303,7 +313,11 @@ impl Engine {
         };
         match (&rec.status, &rec.pending, rec.expires_at) {
             (ExecutionStatus::Paused, Some(pending), Some(expires_at)) if expires_at > now => {
-                Ok(stored_paused_view(id, pending))
+                let deadline = Deadline {
+                    expires_at,
+                    ttl: self.inner.pause_ttl,
+                };
+                Ok(stored_paused_view(id, pending, deadline))
             }
             _ => Err(not_found()),
         }
@@ -437,6 +451,8 @@ impl Engine {
         limit: u32,
         offset: u32,
     ) -> EngineResult<Vec<ExecutionSummary>> {
+        // Executions that settled just now are still with the history writer.
+        self.inner.history.flush().await;
         Ok(self
             .inner
             .store
@@ -587,7 +603,14 @@ const RESUME_INSTRUCTIONS: &str = "Show the user the message above and ask them 
 Then resume the execution with its executionId and action \"accept\", \"decline\" or \"cancel\" \
 (HTTP: POST /api/executions/<executionId>/resume; MCP: the resume tool).";
 
-fn stored_paused_view(id: &str, pending: &Value) -> Paused {
+/// When a pause expires, shown with it (spec §4.6 `expiresAt` / `ttlMs` / `resumeDeadline`).
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    expires_at: i64,
+    ttl: Duration,
+}
+
+fn stored_paused_view(id: &str, pending: &Value, deadline: Deadline) -> Paused {
     let text = |key: &str| {
         pending
             .get(key)
@@ -600,20 +623,24 @@ fn stored_paused_view(id: &str, pending: &Value) -> Paused {
         &text("message"),
         &text("address"),
         pending.get("args").unwrap_or(&Value::Null),
+        deadline,
     )
 }
 
 /// The view of a pause; arguments are shown redacted (the stored pending holds them redacted,
 /// so a live pause and the same pause read back after a restart look the same).
-fn paused_view(id: &str, message: &str, address: &str, args: &Value) -> Paused {
+fn paused_view(id: &str, message: &str, address: &str, args: &Value, deadline: Deadline) -> Paused {
     let schema = json!({"type": "object", "properties": {}});
     let text = format!(
-        "Execution paused: {message}\nThe tool needs a decision from the user before it runs.\nRequested schema:\n{}\nexecutionId: {id}\ninstructions: {RESUME_INSTRUCTIONS}",
+        "Execution paused: {message}\nThe tool needs a decision from the user before it runs.\nRequested schema:\n{}\nexecutionId: {id}\nresumeDeadline: {}\ninstructions: {RESUME_INSTRUCTIONS}",
         serde_json::to_string_pretty(&schema).unwrap_or_default(),
+        iso_utc(deadline.expires_at),
     );
     let structured = json!({
         "status": "waiting_for_interaction",
         "executionId": id,
+        "expiresAt": deadline.expires_at,
+        "ttlMs": ttl_ms(deadline.ttl),
         "interaction": {
             "kind": "form",
             "message": message,
@@ -627,5 +654,47 @@ fn paused_view(id: &str, message: &str, address: &str, args: &Value) -> Paused {
         execution_id: id.to_owned(),
         text,
         structured,
+    }
+}
+
+/// Epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn iso_utc(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(iso_utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_utc(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(iso_utc(1_767_225_599_999), "2025-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(Duration::from_secs(86_400)), "24h");
+        assert_eq!(human_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(human_duration(Duration::from_millis(400)), "400ms");
     }
 }

@@ -391,15 +391,11 @@ impl Journal {
         .await;
     }
 
-    /// The execution settled.
+    /// The execution settled. One that was saved before (it paused) is written now, before
+    /// anyone hears the outcome; one that never paused goes to the batched history writer.
     pub(crate) async fn persist_finish(&self, inner: &Inner, completed: &Completed) {
-        let _serial = self.writes.lock().await;
-        if self.detached.load(Ordering::Acquire) {
-            return;
-        }
         let now = now_ms();
-        let (row, calls) = {
-            let mut st = lock(&self.state);
+        let finish = |st: &mut State| {
             st.status = if completed.is_error {
                 ExecutionStatus::Failed
             } else {
@@ -407,13 +403,34 @@ impl Journal {
             };
             st.pending = None;
             st.expires_at = None;
+            let was_persisted = st.persisted;
             st.persisted = true;
-            let mut row = self.row(&st);
+            let mut row = self.row(st);
             row.finished_at = Some(now);
             row.duration_ms = Some(now - self.started_at);
             row.outcome = Some(completed_to_json(completed));
-            (row, st.calls.values().cloned().collect::<Vec<_>>())
+            (
+                was_persisted,
+                row,
+                st.calls.values().cloned().collect::<Vec<_>>(),
+            )
         };
+        if !self.is_persisted() {
+            if self.detached.load(Ordering::Acquire) {
+                return;
+            }
+            let (_, row, calls) = finish(&mut lock(&self.state));
+            static SKIP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            if !*SKIP.get_or_init(|| std::env::var_os("EXECUTOR_TMP_NO_HISTORY").is_some()) {
+                inner.history.push(row, calls);
+            }
+            return;
+        }
+        let _serial = self.writes.lock().await;
+        if self.detached.load(Ordering::Acquire) {
+            return;
+        }
+        let (_, row, calls) = finish(&mut lock(&self.state));
         if let Err(e) = inner.store.save_execution(&inner.scope, &row, &calls).await {
             tracing::error!(execution_id = %self.id, error = %e, "could not save an execution");
         }

@@ -7,6 +7,7 @@ mod catalog;
 mod dispatch;
 mod error;
 mod execution;
+mod history;
 mod journal;
 mod mcp_plugin;
 mod policies;
@@ -26,8 +27,8 @@ pub use catalog::{
 pub use error::{EngineError, EngineResult};
 pub use execution::{ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ResumeAction};
 pub use executor_store::{ExecutionStatus, ExecutionSummary};
-pub use policies::PolicyView;
 pub use mcp_plugin::{AddMcpServer, McpAuthShorthand, McpServerView, ProbeView};
+pub use policies::PolicyView;
 
 /// Everything the engine needs to start. No `Default`: the binary decides.
 #[derive(Debug, Clone)]
@@ -85,6 +86,8 @@ pub(crate) struct Inner {
     pub(crate) executions: execution::Registry,
     pub(crate) pause_ttl: Duration,
     pub(crate) history_retention: Duration,
+    /// Writes executions that never paused, in batches.
+    pub(crate) history: history::HistoryWriter,
     /// Fires when integrations or connections change, so agent surfaces can say their tool
     /// list changed.
     pub(crate) catalog_changed: tokio::sync::broadcast::Sender<()>,
@@ -99,6 +102,8 @@ impl Engine {
     /// Must be called from within the tokio runtime that will serve IO.
     pub fn new(store: Arc<dyn Store>, scope: Scope, config: EngineConfig) -> Self {
         let mcp = McpClient::new(config.mcp.clone());
+        let io = tokio::runtime::Handle::current();
+        let history = history::HistoryWriter::spawn(&io, store.clone(), scope.clone());
         let inner = Arc::new(Inner {
             store,
             scope,
@@ -108,10 +113,11 @@ impl Engine {
                 config.max_concurrent_executions,
             ),
             mcp,
-            io: tokio::runtime::Handle::current(),
+            io,
             executions: execution::Registry::default(),
             pause_ttl: config.pause_ttl,
             history_retention: config.history_retention,
+            history,
             catalog_changed: tokio::sync::broadcast::channel(16).0,
             catalog_generation: std::sync::atomic::AtomicU64::new(0),
             search_index: builtins::IndexCache::default(),
@@ -154,6 +160,7 @@ impl Engine {
     /// process) and closes every downstream session.
     pub async fn shutdown(&self) {
         self.inner.executions.clear();
+        self.inner.history.flush().await;
         self.inner.mcp.shutdown().await;
     }
 }

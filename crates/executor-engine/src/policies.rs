@@ -40,11 +40,13 @@ fn invalid(message: impl Into<String>) -> EngineError {
 }
 
 fn parse_pattern(raw: &str) -> EngineResult<PolicyPattern> {
-    PolicyPattern::parse(raw.trim()).map_err(|e| invalid(format!("Invalid policy pattern {raw:?}: {e}")))
+    PolicyPattern::parse(raw.trim())
+        .map_err(|e| invalid(format!("Invalid policy pattern {raw:?}: {e}")))
 }
 
 fn parse_action(raw: &str) -> EngineResult<PolicyAction> {
-    raw.parse().map_err(|e: executor_core::policy::ActionError| invalid(e.to_string()))
+    raw.parse()
+        .map_err(|e: executor_core::policy::ActionError| invalid(e.to_string()))
 }
 
 fn rule_from(record: &PolicyRecord) -> Option<PolicyRule> {
@@ -68,7 +70,11 @@ impl Engine {
             .iter()
             .filter_map(|rule| {
                 let record = records.iter().find(|r| r.id == rule.id)?;
-                Some(view(record, rule.action, count_matches(&rule.pattern, ids.iter().map(String::as_str))))
+                Some(view(
+                    record,
+                    rule.action,
+                    count_matches(&rule.pattern, ids.iter().map(String::as_str)),
+                ))
             })
             .collect())
     }
@@ -85,7 +91,8 @@ impl Engine {
         let set = self.policy_set().await?;
         let position = match position {
             Some(p) => {
-                validate_position(&p).map_err(|e| invalid(format!("Invalid position {p:?}: {e}")))?;
+                validate_position(&p)
+                    .map_err(|e| invalid(format!("Invalid position {p:?}: {e}")))?;
                 p
             }
             None => default_position(set.rules(), owner, &pattern),
@@ -100,7 +107,10 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        self.inner.store.insert_policy(&self.inner.scope, &record).await?;
+        self.inner
+            .store
+            .insert_policy(&self.inner.scope, &record)
+            .await?;
         self.policies_changed();
         self.policy_view(&record, &pattern, action).await
     }
@@ -145,19 +155,31 @@ impl Engine {
 
     /// Idempotent: removing an unknown id succeeds.
     pub async fn remove_policy(&self, owner: Owner, id: &str) -> EngineResult<()> {
-        if self.inner.store.delete_policy(&self.inner.scope, owner, id).await? {
+        if self
+            .inner
+            .store
+            .delete_policy(&self.inner.scope, owner, id)
+            .await?
+        {
             self.policies_changed();
         }
         Ok(())
     }
 
     /// The decision for one tool (`tool_id` without the `tools.` root, or a static fqid).
-    pub(crate) async fn decide(&self, tool_id: &str, requires_approval: bool) -> EngineResult<Decision> {
+    pub(crate) async fn decide(
+        &self,
+        tool_id: &str,
+        requires_approval: bool,
+    ) -> EngineResult<Decision> {
         Ok(self.policy_set().await?.resolve(tool_id, requires_approval))
     }
 
     pub(crate) async fn policy_set(&self) -> EngineResult<Arc<PolicySet>> {
-        let generation = self.inner.catalog_generation.load(std::sync::atomic::Ordering::Acquire);
+        let generation = self
+            .inner
+            .catalog_generation
+            .load(std::sync::atomic::Ordering::Acquire);
         let mut cached = self.inner.policies.cached.lock().await;
         if let Some((g, set)) = cached.as_ref()
             && *g == generation
@@ -187,7 +209,10 @@ impl Engine {
 
     /// Policy ids of every known tool: `<integration>.<owner>.<connection>.<tool>` and static fqids.
     async fn policy_tool_ids(&self) -> EngineResult<Vec<String>> {
-        let mut ids: Vec<String> = crate::builtins::STATIC_TOOLS.iter().map(|t| t.fqid.to_owned()).collect();
+        let mut ids: Vec<String> = crate::builtins::STATIC_TOOLS
+            .iter()
+            .map(|t| t.fqid.to_owned())
+            .collect();
         ids.extend(
             self.inner
                 .store
@@ -199,9 +224,18 @@ impl Engine {
         Ok(ids)
     }
 
-    async fn policy_view(&self, record: &PolicyRecord, pattern: &PolicyPattern, action: PolicyAction) -> EngineResult<PolicyView> {
+    async fn policy_view(
+        &self,
+        record: &PolicyRecord,
+        pattern: &PolicyPattern,
+        action: PolicyAction,
+    ) -> EngineResult<PolicyView> {
         let ids = self.policy_tool_ids().await?;
-        Ok(view(record, action, count_matches(pattern, ids.iter().map(String::as_str))))
+        Ok(view(
+            record,
+            action,
+            count_matches(pattern, ids.iter().map(String::as_str)),
+        ))
     }
 }
 

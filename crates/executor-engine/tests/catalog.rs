@@ -153,6 +153,11 @@ async fn search_describe_and_list_on_a_5000_tool_catalog() {
         found["items"][0]["path"], "stripe.org.main.invoices.create",
         "{found:#}"
     );
+    // The first search builds the index over the whole catalog; report what it holds.
+    println!(
+        "RSS growth from building the 5,000-tool search index: {} KiB",
+        rss_kib().saturating_sub(before)
+    );
     assert!(found["total"].as_u64().unwrap() >= 1);
 
     let namespaced = run(

@@ -54,7 +54,10 @@ pub(crate) fn router(engine: Engine) -> Router {
             post(refresh_connection),
         )
         .route("/policies", get(list_policies).post(create_policy))
-        .route("/policies/{id}", axum::routing::patch(update_policy).delete(remove_policy))
+        .route(
+            "/policies/{id}",
+            axum::routing::patch(update_policy).delete(remove_policy),
+        )
         .route("/tools", get(list_tools))
         .route("/tools/schema", get(tool_schema))
         .route("/executions", get(list_executions).post(execute))
@@ -378,7 +381,13 @@ async fn update_policy(
 ) -> ApiResult {
     let owner = owner(&body.owner)?;
     let updated = engine
-        .update_policy(&id, owner, body.pattern.as_deref(), body.action.as_deref(), body.position)
+        .update_policy(
+            &id,
+            owner,
+            body.pattern.as_deref(),
+            body.action.as_deref(),
+            body.position,
+        )
         .await?;
     ok(wire::policy(&updated))
 }
@@ -417,7 +426,9 @@ async fn list_executions(
     let limit = number("limit", 50)?.clamp(1, executor_engine::MAX_HISTORY_PAGE);
     let offset = number("offset", 0)?;
     let list = engine.list_executions(limit, offset).await?;
-    ok(Value::Array(list.iter().map(wire::execution_summary).collect()))
+    ok(Value::Array(
+        list.iter().map(wire::execution_summary).collect(),
+    ))
 }
 
 async fn get_execution(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {

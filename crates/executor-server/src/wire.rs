@@ -6,9 +6,8 @@ use executor_core::Completed;
 use executor_core::address::connection_address;
 use executor_core::auth::{AuthMethod, Carrier};
 use executor_engine::{
-    ExecutionSummary,
-    BUILTIN_INTEGRATION, ExecutionOutcome, IntegrationView, McpServerView, Paused, PolicyView,
-    ProbeView, STATIC_TOOL_CONNECTION, ToolSchema,
+    BUILTIN_INTEGRATION, ExecutionOutcome, ExecutionSummary, IntegrationView, McpServerView,
+    Paused, PolicyView, ProbeView, STATIC_TOOL_CONNECTION, ToolSchema,
 };
 use executor_store::{ConnectionRecord, ToolSummary};
 use serde::Deserialize;

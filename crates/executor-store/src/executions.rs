@@ -119,6 +119,13 @@ pub trait ExecutionStore: Send + Sync + 'static {
         rec: &ExecutionRecord,
         calls: &[ExecutionCallRecord],
     ) -> Result<()>;
+    /// [`Self::save_execution`] for many executions in one transaction (the history writer
+    /// batches settled executions this way).
+    async fn save_executions(
+        &self,
+        scope: &Scope,
+        batch: &[(ExecutionRecord, Vec<ExecutionCallRecord>)],
+    ) -> Result<()>;
     /// Upserts one call of an already saved execution (same rules as [`Self::save_execution`]).
     async fn save_execution_call(
         &self,

@@ -345,7 +345,11 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
     async fn insert_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<()>;
     /// Replaces pattern, action and position of the visible policy `rec.id` owned by
     /// `rec.owner`; `None` when there is no such policy.
-    async fn update_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<Option<PolicyRecord>>;
+    async fn update_policy(
+        &self,
+        scope: &Scope,
+        rec: &PolicyRecord,
+    ) -> Result<Option<PolicyRecord>>;
     /// Whether a policy was removed.
     async fn delete_policy(&self, scope: &Scope, owner: Owner, id: &str) -> Result<bool>;
 

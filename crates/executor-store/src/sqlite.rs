@@ -17,8 +17,8 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 
 use crate::lock::OwnerLock;
 use crate::{
-    ConnectionKey, ConnectionRecord, IntegrationRecord, PolicyRecord, Result, SCHEMA_VERSION, Scope, Store,
-    StoreError, ToolFilter, ToolRecord, ToolSummary,
+    ConnectionKey, ConnectionRecord, IntegrationRecord, PolicyRecord, Result, SCHEMA_VERSION,
+    Scope, Store, StoreError, ToolFilter, ToolRecord, ToolSummary,
 };
 
 /// The database file inside the data directory.
@@ -897,7 +897,11 @@ impl Store for SqliteStore {
         }
     }
 
-    async fn update_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<Option<PolicyRecord>> {
+    async fn update_policy(
+        &self,
+        scope: &Scope,
+        rec: &PolicyRecord,
+    ) -> Result<Option<PolicyRecord>> {
         let Some(subject) = scope.subject_for(rec.owner) else {
             return Ok(None);
         };

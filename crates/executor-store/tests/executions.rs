@@ -177,3 +177,41 @@ async fn claims_expiry_recovery_listing_and_purge() {
     assert!(store.execution_calls("exec_done").await.unwrap().is_empty());
     assert_eq!(store.list_executions(&scope, 10, 0).await.unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn batches_are_written_in_chunks() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let scope = Scope::local("t");
+    let batch: Vec<_> = (0..87)
+        .map(|i| {
+            let mut rec = record(&format!("exec_{i:03}"), ExecutionStatus::Completed, i);
+            rec.finished_at = Some(i + 1);
+            rec.outcome = Some(json!({"text": "1", "structured": {}, "isError": false}));
+            let calls = if i % 10 == 0 {
+                vec![call(0, Some(json!({"resolve": i})))]
+            } else {
+                vec![]
+            };
+            rec.tool_calls = calls.len() as i64;
+            (rec, calls)
+        })
+        .collect();
+    store.save_executions(&scope, &batch).await.unwrap();
+    let list = store.list_executions(&scope, 500, 0).await.unwrap();
+    assert_eq!(list.len(), 87);
+    assert_eq!(list[0].id, "exec_086");
+    assert_eq!(list[86].id, "exec_000");
+    assert_eq!(list[86].tool_calls, 1);
+    assert_eq!(
+        store.execution_calls("exec_080").await.unwrap()[0].outcome,
+        Some(json!({"resolve": 80}))
+    );
+    assert_eq!(
+        store
+            .get_execution(&scope, "exec_042")
+            .await
+            .unwrap()
+            .unwrap(),
+        batch[42].0
+    );
+}

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use executor_mcp::testing::serve_stateful;
-use support::{Harness, Options};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, Implementation,
@@ -16,9 +15,14 @@ use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use support::{Harness, Options};
 use tokio::sync::mpsc;
 
-async fn mcp_client(h: &Harness, query: &str, handler: TestClient) -> RunningService<RoleClient, TestClient> {
+async fn mcp_client(
+    h: &Harness,
+    query: &str,
+    handler: TestClient,
+) -> RunningService<RoleClient, TestClient> {
     let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp{query}", h.base));
     handler.serve(transport).await.expect("MCP client connects")
 }

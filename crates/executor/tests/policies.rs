@@ -17,7 +17,10 @@ async fn policies_gate_tool_calls() {
 
     // A connection-agnostic block rule: the call answers tool_blocked, nothing reaches upstream.
     let (status, block) = h
-        .post("/api/policies", json!({"owner":"org","pattern":"stateful.*.*.get_workspace","action":"block"}))
+        .post(
+            "/api/policies",
+            json!({"owner":"org","pattern":"stateful.*.*.get_workspace","action":"block"}),
+        )
         .await;
     assert_eq!(status, 200, "{block}");
     assert!(block["id"].as_str().unwrap().starts_with("pol_"), "{block}");
@@ -25,39 +28,80 @@ async fn policies_gate_tool_calls() {
     fixture.clear_requests();
     let blocked = h.execute(GET).await;
     assert_eq!(blocked["structured"]["result"]["ok"], false, "{blocked}");
-    assert_eq!(blocked["structured"]["result"]["error"]["code"], "tool_blocked", "{blocked}");
-    assert!(fixture.ledger.call_session_ids().is_empty(), "a blocked call must not reach the server");
+    assert_eq!(
+        blocked["structured"]["result"]["error"]["code"], "tool_blocked",
+        "{blocked}"
+    );
+    assert!(
+        fixture.ledger.call_session_ids().is_empty(),
+        "a blocked call must not reach the server"
+    );
 
     // Blocked tools vanish from agent surfaces but stay in the HTTP listing by default.
     let (_, listed) = h.get("/api/tools?integration=stateful").await;
-    assert!(listed.as_array().unwrap().iter().any(|t| t["name"] == "get_workspace"));
-    let (_, visible) = h.get("/api/tools?integration=stateful&includeBlocked=false").await;
-    assert!(!visible.as_array().unwrap().iter().any(|t| t["name"] == "get_workspace"), "{visible}");
-    let search = h.execute("return await tools.search({ query: 'get workspace' })").await;
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "get_workspace")
+    );
+    let (_, visible) = h
+        .get("/api/tools?integration=stateful&includeBlocked=false")
+        .await;
+    assert!(
+        !visible
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "get_workspace"),
+        "{visible}"
+    );
+    let search = h
+        .execute("return await tools.search({ query: 'get workspace' })")
+        .await;
     let hits = search["structured"]["result"]["items"].as_array().unwrap();
-    assert!(!hits.iter().any(|i| i["name"] == "get_workspace"), "{search}");
-    let (status, _) = h.get("/api/tools/schema?address=tools.stateful.org.main.get_workspace").await;
+    assert!(
+        !hits.iter().any(|i| i["name"] == "get_workspace"),
+        "{search}"
+    );
+    let (status, _) = h
+        .get("/api/tools/schema?address=tools.stateful.org.main.get_workspace")
+        .await;
     assert_eq!(status, 404);
 
     // A user rule can never loosen an org rule.
     let (status, _) = h
-        .post("/api/policies", json!({"owner":"user","pattern":"stateful.org.main.get_workspace","action":"approve"}))
+        .post(
+            "/api/policies",
+            json!({"owner":"user","pattern":"stateful.org.main.get_workspace","action":"approve"}),
+        )
         .await;
     assert_eq!(status, 200);
     let still = h.execute(GET).await;
-    assert_eq!(still["structured"]["result"]["error"]["code"], "tool_blocked", "{still}");
+    assert_eq!(
+        still["structured"]["result"]["error"]["code"], "tool_blocked",
+        "{still}"
+    );
 
     // Turning the org rule into require_approval pauses the call with the rule in the message.
     let id = block["id"].as_str().unwrap();
     let (status, changed) = h
-        .call(reqwest::Method::PATCH, &format!("/api/policies/{id}"), Some(json!({"owner":"org","action":"require_approval"})))
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/api/policies/{id}"),
+            Some(json!({"owner":"org","action":"require_approval"})),
+        )
         .await;
     assert_eq!(status, 200, "{changed}");
     assert_eq!(changed["action"], "require_approval");
     let paused = h.execute_gated(GET).await;
     assert_eq!(paused["status"], "paused", "{paused}");
     let text = paused["text"].as_str().unwrap();
-    assert!(text.contains("(matched policy: stateful.*.*.get_workspace)"), "{text}");
+    assert!(
+        text.contains("(matched policy: stateful.*.*.get_workspace)"),
+        "{text}"
+    );
     let exec = paused["structured"]["executionId"].as_str().unwrap();
     let (_, done) = h.resume(exec, "accept").await;
     assert_eq!(done["structured"]["result"]["ok"], true, "{done}");
@@ -70,18 +114,31 @@ async fn policies_gate_tool_calls() {
         .post("/api/policies", json!({"owner":"org","pattern":"stateful.org.main.delete_everything","action":"approve"}))
         .await;
     assert_eq!(status, 200);
-    let ran = h.execute_gated("return (await tools.stateful.org.main.delete_everything({})).ok").await;
+    let ran = h
+        .execute_gated("return (await tools.stateful.org.main.delete_everything({})).ok")
+        .await;
     assert_eq!(ran["status"], "completed", "{ran}");
     assert_eq!(ran["text"], "true", "{ran}");
 
     // Listing order: user rules first, then org.
     let (_, all) = h.get("/api/policies").await;
-    let owners: Vec<&str> = all.as_array().unwrap().iter().map(|p| p["owner"].as_str().unwrap()).collect();
+    let owners: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["owner"].as_str().unwrap())
+        .collect();
     assert_eq!(owners.first(), Some(&"user"), "{all}");
 
     // Deleting is idempotent.
     for _ in 0..2 {
-        let (status, body) = h.call(reqwest::Method::DELETE, &format!("/api/policies/{id}"), Some(json!({"owner":"org"}))).await;
+        let (status, body) = h
+            .call(
+                reqwest::Method::DELETE,
+                &format!("/api/policies/{id}"),
+                Some(json!({"owner":"org"})),
+            )
+            .await;
         assert_eq!((status, body), (200, json!({"removed": true})));
     }
 }
@@ -96,28 +153,49 @@ async fn bad_policies_are_refused_clearly() {
         ("github.*", "deny", "must be \"approve\""),
     ] {
         let (status, body) = h
-            .post("/api/policies", json!({"owner":"org","pattern":pattern,"action":action}))
+            .post(
+                "/api/policies",
+                json!({"owner":"org","pattern":pattern,"action":action}),
+            )
             .await;
         assert_eq!(status, 400, "{pattern:?} {action:?}: {body}");
         assert_eq!(body["_tag"], "InvalidPolicyError", "{body}");
         assert!(body["message"].as_str().unwrap().contains(expect), "{body}");
     }
-    let (status, body) = h.post("/api/policies", json!({"owner":"team","pattern":"*","action":"block"})).await;
-    assert_eq!((status, body["_tag"].as_str()), (400, Some("HttpApiSchemaError")));
+    let (status, body) = h
+        .post(
+            "/api/policies",
+            json!({"owner":"team","pattern":"*","action":"block"}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["_tag"].as_str()),
+        (400, Some("HttpApiSchemaError"))
+    );
     let (_, list) = h.get("/api/policies").await;
     assert_eq!(list, json!([]), "nothing was written");
 
     // The documented-but-wrong three-segment form matches nothing, and says so.
     let (status, dead) = h
-        .post("/api/policies", json!({"owner":"org","pattern":"stateful.main.get_workspace","action":"block"}))
+        .post(
+            "/api/policies",
+            json!({"owner":"org","pattern":"stateful.main.get_workspace","action":"block"}),
+        )
         .await;
     assert_eq!(status, 200, "{dead}");
     assert_eq!(dead["matches"], 0, "{dead}");
 
     let (status, body) = h
-        .call(reqwest::Method::PATCH, "/api/policies/pol_missing", Some(json!({"owner":"org","action":"block"})))
+        .call(
+            reqwest::Method::PATCH,
+            "/api/policies/pol_missing",
+            Some(json!({"owner":"org","action":"block"})),
+        )
         .await;
-    assert_eq!((status, body["_tag"].as_str()), (404, Some("PolicyNotFoundError")));
+    assert_eq!(
+        (status, body["_tag"].as_str()),
+        (404, Some("PolicyNotFoundError"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,7 +210,15 @@ async fn policy_core_tools_pause_on_their_own_annotation() {
     let exec = paused["structured"]["executionId"].as_str().unwrap();
     let (_, done) = h.resume(exec, "accept").await;
     assert_eq!(done["structured"]["result"]["ok"], true, "{done}");
-    assert_eq!(done["structured"]["result"]["data"]["pattern"], "somewhere.*");
-    let listed = h.execute("return await tools.executor.coreTools.policies.list({})").await;
-    assert_eq!(listed["structured"]["result"]["data"]["items"][0]["action"], "block", "{listed}");
+    assert_eq!(
+        done["structured"]["result"]["data"]["pattern"],
+        "somewhere.*"
+    );
+    let listed = h
+        .execute("return await tools.executor.coreTools.policies.list({})")
+        .await;
+    assert_eq!(
+        listed["structured"]["result"]["data"]["items"][0]["action"], "block",
+        "{listed}"
+    );
 }

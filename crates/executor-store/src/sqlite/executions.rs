@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
+use sqlx::{AssertSqlSafe, Row};
 
 use super::{SqliteStore, opt_json, opt_to_json, parse_json, to_json};
 use crate::executions::{
@@ -21,6 +21,22 @@ macro_rules! call_cols {
         "seq, path, args, args_hash, outcome, pause, started_at, duration_ms"
     };
 }
+
+const INSERT_EXECUTION_HEAD: &str = concat!(
+    "INSERT INTO execution (tenant, subject, ",
+    execution_cols!(),
+    ") VALUES "
+);
+const EXECUTION_VALUES: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const EXECUTION_CONFLICT: &str = " ON CONFLICT (id) DO UPDATE SET \
+       status = excluded.status, updated_at = excluded.updated_at, \
+       finished_at = excluded.finished_at, expires_at = excluded.expires_at, \
+       duration_ms = excluded.duration_ms, tool_calls = excluded.tool_calls, \
+       clock = excluded.clock, pending = excluded.pending, outcome = excluded.outcome \
+     WHERE execution.status IN ('running', 'paused')";
+/// Rows per multi-row insert of the history writer's batches (greedy: 64, 16, 4, 1), so a batch
+/// costs a few statements and every statement shape stays in the statement cache.
+const CHUNKS: [usize; 4] = [64, 16, 4, 1];
 
 /// Upsert of an execution row that never touches a settled row.
 const UPSERT_EXECUTION: &str = concat!(
@@ -86,6 +102,35 @@ fn call_from_row(row: &SqliteRow) -> Result<ExecutionCallRecord> {
     })
 }
 
+type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+
+fn bind_execution<'q>(
+    query: Query<'q>,
+    scope: &'q Scope,
+    rec: &'q ExecutionRecord,
+    clock: String,
+    pending: Option<String>,
+    outcome: Option<String>,
+) -> Query<'q> {
+    query
+        .bind(&scope.tenant)
+        .bind(subject(scope))
+        .bind(&rec.id)
+        .bind(&rec.code)
+        .bind(rec.auto_approve)
+        .bind(rec.status.as_str())
+        .bind(rec.seed as i64)
+        .bind(rec.started_at)
+        .bind(rec.updated_at)
+        .bind(rec.finished_at)
+        .bind(rec.expires_at)
+        .bind(rec.duration_ms)
+        .bind(rec.tool_calls)
+        .bind(clock)
+        .bind(pending)
+        .bind(outcome)
+}
+
 fn bind_call<'q>(
     query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
     execution_id: &'q str,
@@ -114,23 +159,14 @@ impl ExecutionStore for SqliteStore {
         let clock = to_json(&rec.clock)?;
         let pending = opt_to_json(rec.pending.as_ref())?;
         let outcome = opt_to_json(rec.outcome.as_ref())?;
-        let row = sqlx::query(UPSERT_EXECUTION)
-            .bind(&scope.tenant)
-            .bind(subject(scope))
-            .bind(&rec.id)
-            .bind(&rec.code)
-            .bind(rec.auto_approve)
-            .bind(rec.status.as_str())
-            .bind(rec.seed as i64)
-            .bind(rec.started_at)
-            .bind(rec.updated_at)
-            .bind(rec.finished_at)
-            .bind(rec.expires_at)
-            .bind(rec.duration_ms)
-            .bind(rec.tool_calls)
-            .bind(clock)
-            .bind(pending)
-            .bind(outcome);
+        let row = bind_execution(
+            sqlx::query(UPSERT_EXECUTION),
+            scope,
+            rec,
+            clock,
+            pending,
+            outcome,
+        );
         if calls.is_empty() {
             // The common case (no tool calls): one statement, no explicit transaction.
             row.execute(&self.writer).await?;
@@ -142,6 +178,57 @@ impl ExecutionStore for SqliteStore {
             bind_call(sqlx::query(UPSERT_CALL), &rec.id, call)?
                 .execute(&mut *tx)
                 .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn save_executions(
+        &self,
+        scope: &Scope,
+        batch: &[(ExecutionRecord, Vec<ExecutionCallRecord>)],
+    ) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let rows = batch
+            .iter()
+            .map(|(rec, _)| {
+                Ok((
+                    to_json(&rec.clock)?,
+                    opt_to_json(rec.pending.as_ref())?,
+                    opt_to_json(rec.outcome.as_ref())?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut tx = self.begin_write().await?;
+        let mut rest: &[(ExecutionRecord, Vec<ExecutionCallRecord>)] = batch;
+        let mut encoded = rows.into_iter();
+        while !rest.is_empty() {
+            let n = CHUNKS.into_iter().find(|c| *c <= rest.len()).unwrap_or(1);
+            let (chunk, tail) = rest.split_at(n);
+            let mut sql = String::from(INSERT_EXECUTION_HEAD);
+            for i in 0..n {
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(EXECUTION_VALUES);
+            }
+            sql.push_str(EXECUTION_CONFLICT);
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for (rec, _) in chunk {
+                let (clock, pending, outcome) = encoded.next().unwrap_or_default();
+                query = bind_execution(query, scope, rec, clock, pending, outcome);
+            }
+            query.execute(&mut *tx).await?;
+            for (rec, calls) in chunk {
+                for call in calls {
+                    bind_call(sqlx::query(UPSERT_CALL), &rec.id, call)?
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+            rest = tail;
         }
         tx.commit().await?;
         Ok(())

@@ -93,7 +93,12 @@ impl Harness {
         self.dir.path()
     }
 
-    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(body) = body {
             request = request.json(&body);
@@ -101,7 +106,10 @@ impl Harness {
         let response = request.send().await.unwrap();
         let status = response.status().as_u16();
         let text = response.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
@@ -135,7 +143,10 @@ impl Harness {
     /// Runs code as the approver (`autoApprove: true`).
     pub async fn execute(&self, code: &str) -> Value {
         let (status, body) = self
-            .post("/api/executions", json!({"code": code, "autoApprove": true}))
+            .post(
+                "/api/executions",
+                json!({"code": code, "autoApprove": true}),
+            )
             .await;
         assert_eq!(status, 200, "{body}");
         body
@@ -149,7 +160,10 @@ impl Harness {
     }
 
     pub async fn resume(&self, id: &str, action: &str) -> (u16, Value) {
-        self.post(&format!("/api/executions/{id}/resume"), json!({"action": action}))
-            .await
+        self.post(
+            &format!("/api/executions/{id}/resume"),
+            json!({"action": action}),
+        )
+        .await
     }
 }
