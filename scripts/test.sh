@@ -15,8 +15,10 @@ echo "== cargo test"
 cargo test --workspace
 echo "== e2e"
 cargo build -p executor
+bin="${CARGO_TARGET_DIR:-target}/debug/executor"
+case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 (
   cd tests/e2e
   npm ci --no-audit --no-fund
-  EXECUTOR_BIN="$PWD/../../target/debug/executor" npm test
+  EXECUTOR_BIN="$bin" npm test
 )
