@@ -295,6 +295,33 @@ fn policy_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PolicyRecord> {
     })
 }
 
+/// An `INSERT … integration` statement (plain or upsert) with a record's columns bound, in
+/// `integration_cols!` order after the tenant.
+fn bind_integration<'q>(
+    sql: &'static str,
+    scope: &'q Scope,
+    rec: &'q IntegrationRecord,
+) -> Result<sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>> {
+    let created = stamp(rec.created_at);
+    let updated = if rec.updated_at == 0 {
+        created
+    } else {
+        rec.updated_at
+    };
+    Ok(sqlx::query(sql)
+        .bind(&scope.tenant)
+        .bind(&rec.slug)
+        .bind(&rec.plugin_id)
+        .bind(&rec.name)
+        .bind(&rec.description)
+        .bind(to_json(&rec.config)?)
+        .bind(rec.can_remove)
+        .bind(rec.can_refresh)
+        .bind(rec.config_revised_at)
+        .bind(created)
+        .bind(updated))
+}
+
 /// The stored subject for a write of a row owned by `owner`.
 fn write_subject(scope: &Scope, owner: Owner) -> Result<&str> {
     scope.subject_for(owner).ok_or(StoreError::NoSubject)
@@ -339,27 +366,15 @@ impl Store for SqliteStore {
     }
 
     async fn insert_integration(&self, scope: &Scope, rec: &IntegrationRecord) -> Result<()> {
-        let created = stamp(rec.created_at);
-        let result = sqlx::query(concat!(
-            "INSERT INTO integration (tenant, ",
-            integration_cols!(),
-            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        ))
-        .bind(&scope.tenant)
-        .bind(&rec.slug)
-        .bind(&rec.plugin_id)
-        .bind(&rec.name)
-        .bind(&rec.description)
-        .bind(to_json(&rec.config)?)
-        .bind(rec.can_remove)
-        .bind(rec.can_refresh)
-        .bind(rec.config_revised_at)
-        .bind(created)
-        .bind(if rec.updated_at == 0 {
-            created
-        } else {
-            rec.updated_at
-        })
+        let result = bind_integration(
+            concat!(
+                "INSERT INTO integration (tenant, ",
+                integration_cols!(),
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            ),
+            scope,
+            rec,
+        )?
         .execute(&self.writer)
         .await;
         match result {
@@ -370,32 +385,20 @@ impl Store for SqliteStore {
     }
 
     async fn upsert_integration(&self, scope: &Scope, rec: &IntegrationRecord) -> Result<()> {
-        let created = stamp(rec.created_at);
-        sqlx::query(concat!(
-            "INSERT INTO integration (tenant, ",
-            integration_cols!(),
-            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (tenant, slug) DO UPDATE SET \
-               plugin_id = excluded.plugin_id, name = excluded.name, \
-               description = excluded.description, config = excluded.config, \
-               can_remove = excluded.can_remove, can_refresh = excluded.can_refresh, \
-               config_revised_at = excluded.config_revised_at, updated_at = excluded.updated_at"
-        ))
-        .bind(&scope.tenant)
-        .bind(&rec.slug)
-        .bind(&rec.plugin_id)
-        .bind(&rec.name)
-        .bind(&rec.description)
-        .bind(to_json(&rec.config)?)
-        .bind(rec.can_remove)
-        .bind(rec.can_refresh)
-        .bind(rec.config_revised_at)
-        .bind(created)
-        .bind(if rec.updated_at == 0 {
-            created
-        } else {
-            rec.updated_at
-        })
+        bind_integration(
+            concat!(
+                "INSERT INTO integration (tenant, ",
+                integration_cols!(),
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (tenant, slug) DO UPDATE SET \
+                   plugin_id = excluded.plugin_id, name = excluded.name, \
+                   description = excluded.description, config = excluded.config, \
+                   can_remove = excluded.can_remove, can_refresh = excluded.can_refresh, \
+                   config_revised_at = excluded.config_revised_at, updated_at = excluded.updated_at"
+            ),
+            scope,
+            rec,
+        )?
         .execute(&self.writer)
         .await?;
         Ok(())
