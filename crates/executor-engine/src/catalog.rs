@@ -8,8 +8,9 @@ use executor_core::{Owner, ToolAddress, normalize_connection_name, now_ms};
 use executor_store::{ConnectionKey, ConnectionRecord, IntegrationRecord, ToolFilter, ToolSummary};
 use serde_json::Value;
 
+use crate::Engine;
 use crate::error::{EngineError, EngineResult};
-use crate::{Engine, mcp_plugin};
+use crate::kinds::Kind;
 
 /// Slug of the static built-in integration, always listed first.
 pub const BUILTIN_INTEGRATION: &str = "executor";
@@ -52,11 +53,12 @@ impl IntegrationView {
             .filter(|n| !n.is_empty())
             .or_else(|| Some(description.clone()).filter(|d| !d.is_empty()))
             .unwrap_or_else(|| record.slug.clone());
-        let (auth_methods, display_url) = match record.plugin_id.as_str() {
-            mcp_plugin::PLUGIN_ID => mcp_plugin::McpConfig::from_value(&record.config)
-                .map(|c| (c.authentication_template.clone(), Some(c.endpoint.clone())))
-                .unwrap_or_default(),
-            _ => (Vec::new(), None),
+        let (auth_methods, display_url) = match Kind::of(&record.plugin_id) {
+            Some(kind) => (
+                kind.auth_methods(&record.config),
+                kind.display_url(&record.config),
+            ),
+            None => (Vec::new(), None),
         };
         IntegrationView {
             slug: record.slug.clone(),
@@ -416,12 +418,15 @@ impl Engine {
         key: &ConnectionKey,
         background: bool,
     ) -> EngineResult<()> {
-        let produced = match integration.plugin_id.as_str() {
-            mcp_plugin::PLUGIN_ID => mcp_plugin::produce_tools(&self.inner, integration, key).await,
-            other => Err(format!("no plugin for integration kind {other:?}")),
+        let produced = match Kind::of(&integration.plugin_id) {
+            Some(kind) => kind.produce(&self.inner, integration, key).await,
+            None => Err(format!(
+                "no integration kind {:?} in this build",
+                integration.plugin_id
+            )),
         };
         let produced = match produced {
-            Ok(tools) if background && tools.is_empty() => {
+            Ok(produced) if background && produced.tools.is_empty() => {
                 let existing = self
                     .inner
                     .store
@@ -436,7 +441,7 @@ impl Engine {
                     )
                     .await?;
                 if existing.is_empty() {
-                    Ok(tools)
+                    Ok(produced)
                 } else {
                     Err("the server listed no tools; keeping the previous catalog".to_owned())
                 }
@@ -444,10 +449,15 @@ impl Engine {
             other => other,
         };
         match produced {
-            Ok(tools) => {
+            Ok(produced) => {
                 self.inner
                     .store
-                    .replace_tools(&self.inner.scope, key, &tools, &serde_json::Map::new())
+                    .replace_tools(
+                        &self.inner.scope,
+                        key,
+                        &produced.tools,
+                        &produced.definitions,
+                    )
                     .await?
             }
             Err(reason) => {
@@ -552,13 +562,35 @@ impl Engine {
         }
         let engine = self.clone();
         self.inner.io.spawn(async move {
-            let connections = match engine.list_connections(None, None).await {
-                Ok(c) => c,
+            let (connections, integrations) = match tokio::try_join!(
+                engine.list_connections(None, None),
+                async {
+                    Ok(engine
+                        .inner
+                        .store
+                        .list_integrations(&engine.inner.scope)
+                        .await?)
+                }
+            ) {
+                Ok(both) => both,
                 Err(e) => return tracing::warn!(error = %e, "could not check catalog freshness"),
             };
-            let ttl = REMOTE_CATALOG_TTL_MS;
+            let integrations: std::collections::HashMap<&str, &IntegrationRecord> =
+                integrations.iter().map(|i| (i.slug.as_str(), i)).collect();
             for connection in connections {
-                let stale = connection.tools_synced_at.is_none_or(|at| now - at > ttl);
+                let Some(integration) = integrations.get(connection.integration.as_str()) else {
+                    continue;
+                };
+                let live = Kind::of(&integration.plugin_id).is_some_and(Kind::has_live_catalog);
+                let stale = match connection.tools_synced_at {
+                    None => true,
+                    // The integration's document or auth changed since (perhaps by another
+                    // subject), or a live catalog is older than its TTL.
+                    Some(at) => {
+                        integration.config_revised_at.is_some_and(|rev| rev > at)
+                            || (live && now - at > REMOTE_CATALOG_TTL_MS)
+                    }
+                };
                 if !stale {
                     continue;
                 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use executor_core::policy::{Decision, PolicyAction};
 use executor_core::{ToolAddress, ToolError, ToolOutcome};
-use executor_mcp::{ExecutionScope, McpError};
+use executor_mcp::ExecutionScope;
 use executor_sandbox::{HostCalls, HostReply};
 use executor_store::{ConnectionKey, ToolFilter, ToolRecord};
 use futures::future::BoxFuture;
@@ -16,13 +16,13 @@ use tokio::sync::{OnceCell, oneshot};
 use crate::Inner;
 use crate::execution::{ExecEvent, PauseRequest, ResumeAction};
 use crate::journal::{Journal, PauseSink};
-use crate::mcp_plugin::{self, ResolvedTarget};
+use crate::kinds::{Connected, Kind};
 
 /// Arguments shown in an approval are cut to this many characters.
 const APPROVAL_ARGS_PREVIEW: usize = 4_000;
 
 /// A connection resolved once per execution, or why its calls cannot be made.
-type TargetSlot = OnceCell<Result<Arc<ResolvedTarget>, Box<ToolError>>>;
+type TargetSlot = OnceCell<Result<Arc<Connected>, Box<ToolError>>>;
 
 /// State of one execution shared by its tool calls.
 pub(crate) struct ExecutionCtx {
@@ -51,7 +51,7 @@ impl ExecutionCtx {
         }
     }
 
-    fn mcp_scope(&self) -> Option<Arc<ExecutionScope>> {
+    pub(crate) fn mcp_scope(&self) -> Option<Arc<ExecutionScope>> {
         lock(&self.mcp).clone()
     }
 
@@ -150,6 +150,20 @@ pub(crate) async fn dispatch(
         }
         Err(e) => return HostReply::Reject(internal_tool_error(&e.to_string())),
     };
+    let key = ConnectionKey::new(
+        address.owner,
+        address.integration.clone(),
+        address.connection.clone(),
+    );
+    let connected = match connect(&inner, &ctx, &key, &tool.plugin_id).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(tool_error)) => return HostReply::Resolve(ToolOutcome::Err(*tool_error).to_json()),
+        Err(cause) => return HostReply::Reject(internal_tool_error(&cause)),
+    };
+    // Before the gate: a call that must fail is not worth a person's approval.
+    if let Err(e) = connected.validate(&tool, &args) {
+        return HostReply::Resolve(ToolOutcome::Err(*e).to_json());
+    }
     let policy_id = address.path();
     let full_address = address.to_string();
     let gate = Gate {
@@ -162,24 +176,18 @@ pub(crate) async fn dispatch(
     if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
         return reply;
     }
-
-    match tool.plugin_id.as_str() {
-        mcp_plugin::PLUGIN_ID => invoke_mcp(&inner, &ctx, &address, &tool, args).await,
-        other => HostReply::Reject(internal_tool_error(&format!("no plugin {other:?}"))),
-    }
+    connected.invoke(&inner, &ctx, &address, &tool, args).await
 }
 
-async fn invoke_mcp(
+/// The connection, resolved by its kind once per execution.
+async fn connect(
     inner: &Arc<Inner>,
     ctx: &ExecutionCtx,
-    address: &ToolAddress,
-    tool: &ToolRecord,
-    args: Value,
-) -> HostReply {
-    let key = ConnectionKey {
-        owner: address.owner,
-        integration: address.integration.clone(),
-        name: address.connection.clone(),
+    key: &ConnectionKey,
+    plugin_id: &str,
+) -> Result<Result<Arc<Connected>, Box<ToolError>>, String> {
+    let Some(kind) = Kind::of(plugin_id) else {
+        return Err(format!("no integration kind {plugin_id:?}"));
     };
     let cell = lock(&ctx.targets).entry(key.clone()).or_default().clone();
     let resolved = cell
@@ -190,54 +198,16 @@ async fn invoke_mcp(
                 .await
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("integration {} vanished", key.integration))?;
-            mcp_plugin::resolve_target(inner, &integration, &key)
+            kind.connect(inner, &integration, key)
                 .await
                 .map(|r| r.map(Arc::new))
                 .map_err(|e| e.to_string())
         })
-        .await;
-    let resolved = match resolved {
-        Ok(Ok(resolved)) => resolved.clone(),
-        Ok(Err(tool_error)) => {
-            return HostReply::Resolve(ToolOutcome::Err((**tool_error).clone()).to_json());
-        }
-        Err(cause) => return HostReply::Reject(internal_tool_error(&cause)),
-    };
-    let Some(scope) = ctx.mcp_scope() else {
-        return HostReply::Reject(internal_tool_error("execution already finished"));
-    };
-    match mcp_plugin::invoke(&scope, &resolved, tool, args).await {
-        Ok(outcome) => {
-            if let ToolOutcome::Err(e) = &outcome
-                && e.code == "mcp_tool_unknown"
-                && let Err(e) = inner.store.mark_stale(&inner.scope, &key).await
-            {
-                tracing::warn!(error = %e, "could not mark a catalog stale");
-            }
-            HostReply::Resolve(outcome.to_json())
-        }
-        Err(McpError::Connect {
-            http_status: Some(status @ (401 | 403)),
-            message,
-            ..
-        }) => HostReply::Resolve(
-            ToolOutcome::Err(
-                ToolError::new(
-                    "connection_rejected",
-                    format!("The MCP server rejected the connection's credentials ({status}): {message}"),
-                )
-                .with_status(status)
-                .with_retryable(false)
-                .with_details(json!({
-                    "category": "authentication",
-                    "integration": address.integration,
-                    "recovery": "Check the connection with executor.coreTools.connections.list and re-create it with valid credentials.",
-                })),
-            )
-            .to_json(),
-        ),
-        Err(e) => HostReply::Reject(internal_tool_error(&e.to_string())),
-    }
+        .await?;
+    Ok(match resolved {
+        Ok(c) => Ok(c.clone()),
+        Err(e) => Err(e.clone()),
+    })
 }
 
 fn requires_approval(tool: &ToolRecord) -> bool {

@@ -47,6 +47,18 @@ pub enum EngineError {
         message: String,
         http_status: Option<u16>,
     },
+    /// An OpenAPI document that cannot be fetched or read (nothing was stored).
+    #[error("{message}")]
+    OpenApiParse { message: String },
+    /// An OpenAPI document whose operations cannot be turned into tools.
+    #[error("{message}")]
+    OpenApiExtraction { message: String },
+    /// A GraphQL endpoint (or supplied introspection JSON) that yields no schema.
+    #[error("{message}")]
+    GraphqlIntrospection { message: String },
+    /// A GraphQL schema whose fields cannot be turned into tools.
+    #[error("{message}")]
+    GraphqlExtraction { message: String },
     /// A defect or storage failure. The message is for logs only, never for callers.
     #[error("internal error: {0}")]
     Internal(String),

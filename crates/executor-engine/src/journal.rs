@@ -244,14 +244,15 @@ impl Journal {
                 if let Some(reply) = call.outcome.as_ref().and_then(reply_from_json) {
                     return (seq, Plan::Replayed(reply), None);
                 }
-                // In flight when the execution was saved: it runs again.
-                return (
-                    seq,
-                    Plan::Live {
-                        pre_approved: false,
-                    },
-                    None,
-                );
+                // In flight when the execution was saved: it runs again, without asking the
+                // person again when they had already accepted it.
+                let pre_approved = call
+                    .pause
+                    .as_ref()
+                    .and_then(|p| p.get("decision"))
+                    .and_then(Value::as_str)
+                    == Some(ResumeAction::Accept.as_str());
+                return (seq, Plan::Live { pre_approved }, None);
             }
             if replay.pending_seq.is_some() && !replay.pending_reached {
                 let message = format!(

@@ -4,12 +4,16 @@
 
 mod builtins;
 mod catalog;
+mod credentials;
 mod dispatch;
 mod error;
 mod execution;
+mod graphql_plugin;
 mod history;
 mod journal;
+mod kinds;
 mod mcp_plugin;
+mod openapi_plugin;
 mod policies;
 
 use std::sync::Arc;
@@ -81,6 +85,9 @@ pub(crate) struct Inner {
     pub(crate) scope: Scope,
     pub(crate) sandbox: SandboxPool,
     pub(crate) mcp: McpClient,
+    /// Pooled HTTP client for OpenAPI and GraphQL upstreams (keep-alive across executions).
+    pub(crate) http: reqwest::Client,
+    pub(crate) documents: kinds::Documents,
     /// The async runtime that owns IO; host calls made from the JS threads are spawned here.
     pub(crate) io: tokio::runtime::Handle,
     pub(crate) executions: execution::Registry,
@@ -98,6 +105,14 @@ pub(crate) struct Inner {
     pub(crate) policies: policies::PolicyCache,
 }
 
+/// Timeouts are per call (the kinds set them). Redirects are followed as `fetch` would.
+fn upstream_http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .unwrap_or_default()
+}
+
 impl Engine {
     /// Must be called from within the tokio runtime that will serve IO.
     pub fn new(store: Arc<dyn Store>, scope: Scope, config: EngineConfig) -> Self {
@@ -113,6 +128,8 @@ impl Engine {
                 config.max_concurrent_executions,
             ),
             mcp,
+            http: upstream_http_client(),
+            documents: kinds::Documents::default(),
             io,
             executions: execution::Registry::default(),
             pause_ttl: config.pause_ttl,

@@ -4,15 +4,18 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
-use executor_core::auth::{AuthMethod, Carrier, Placement, render, select_method};
-use executor_core::{ToolError, ToolOutcome, now_ms, slugify};
+use executor_core::auth::{AuthMethod, Carrier, Placement};
+use executor_core::{ToolAddress, ToolError, ToolOutcome, now_ms, slugify};
 use executor_mcp::{McpError, RemoteTarget, RemoteTransport, SessionKey};
+use executor_sandbox::HostReply;
 use executor_store::{ConnectionKey, IntegrationRecord, StoreError, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::{item_ids, session_label};
+use crate::catalog::session_label;
+use crate::dispatch::{ExecutionCtx, internal_tool_error};
 use crate::error::{EngineError, EngineResult};
+use crate::kinds::Produced;
 use crate::{Engine, Inner};
 
 pub(crate) const PLUGIN_ID: &str = "mcp";
@@ -376,49 +379,34 @@ pub(crate) async fn resolve_target(
             integration.slug
         ))
     })?;
-    let connection = inner
-        .store
-        .get_connection(&inner.scope, key)
-        .await?
-        .ok_or_else(|| crate::catalog::connection_not_found(key))?;
-    let mut values = BTreeMap::new();
-    for (variable, item) in item_ids(&connection.item_ids) {
-        if let Some(value) = inner.store.get_secret(&inner.scope, &item).await? {
-            values.insert(variable, value);
-        }
-    }
+    let credentials =
+        match crate::credentials::resolve(inner, &config.authentication_template, key).await? {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
     let mut target = config.target();
-    if let Some(method) = select_method(&config.authentication_template, &connection.template) {
-        let missing: Vec<String> = method
-            .variables()
-            .into_iter()
-            .filter(|v| !values.contains_key(v))
-            .collect();
-        if !missing.is_empty() {
-            return Ok(Err(Box::new(ToolError::new(
-                "connection_value_missing",
-                format!(
-                    "Connection {} has no value for {}.",
-                    session_label(key),
-                    missing.join(", ")
-                ),
-            )
-            .with_retryable(false)
-            .with_details(serde_json::json!({
-                "category": "authentication",
-                "integration": key.integration,
-                "recovery": "Re-create the connection with its credential (executor.coreTools.connections.createHandoff).",
-            })))));
-        }
-        let rendered = render(method, &values);
-        target.headers.extend(rendered.headers);
-        target.query.extend(rendered.query);
-    }
-    let session = SessionKey::new(&target, &connection.template, &values, session_label(key));
+    target.headers.extend(credentials.rendered.headers);
+    target.query.extend(credentials.rendered.query);
+    let session = SessionKey::new(
+        &target,
+        &credentials.connection.template,
+        &credentials.values,
+        session_label(key),
+    );
     Ok(Ok(ResolvedTarget {
         target,
         key: session,
     }))
+}
+
+pub(crate) fn auth_methods(config: &Value) -> Vec<AuthMethod> {
+    McpConfig::from_value(config)
+        .map(|c| c.authentication_template)
+        .unwrap_or_default()
+}
+
+pub(crate) fn display_url(config: &Value) -> Option<String> {
+    McpConfig::from_value(config).map(|c| c.endpoint)
 }
 
 /// Lists the server's tools with the connection's credentials.
@@ -426,7 +414,7 @@ pub(crate) async fn produce_tools(
     inner: &Inner,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
-) -> Result<Vec<ToolRecord>, String> {
+) -> Result<Produced, String> {
     let resolved = match resolve_target(inner, integration, key).await {
         Ok(Ok(r)) => r,
         Ok(Err(tool_error)) => return Err(tool_error.message),
@@ -437,7 +425,7 @@ pub(crate) async fn produce_tools(
         .discover(&resolved.target)
         .await
         .map_err(|e| e.to_string())?;
-    Ok(discovery
+    let tools = discovery
         .tools
         .into_iter()
         .map(|t| ToolRecord {
@@ -450,8 +438,13 @@ pub(crate) async fn produce_tools(
             input_schema: Some(t.input_schema),
             output_schema: t.output_schema,
             annotations: Some(t.annotations),
+            binding: None,
         })
-        .collect())
+        .collect();
+    Ok(Produced {
+        tools,
+        definitions: serde_json::Map::new(),
+    })
 }
 
 /// Marks a connection's catalog stale when its server says its tool list changed.
@@ -480,13 +473,18 @@ pub(crate) fn watch_list_changed(inner: &Arc<Inner>) {
     }));
 }
 
-/// Invokes one MCP tool on the execution's session for its connection.
-pub(crate) async fn invoke(
-    scope: &executor_mcp::ExecutionScope,
+/// Calls one MCP tool on the execution's session for its connection.
+pub(crate) async fn call(
+    inner: &Arc<Inner>,
+    ctx: &ExecutionCtx,
     resolved: &ResolvedTarget,
+    address: &ToolAddress,
     tool: &ToolRecord,
     args: Value,
-) -> Result<ToolOutcome, McpError> {
+) -> HostReply {
+    let Some(scope) = ctx.mcp_scope() else {
+        return HostReply::Reject(internal_tool_error("execution already finished"));
+    };
     let real_name = tool
         .annotations
         .as_ref()
@@ -500,6 +498,37 @@ pub(crate) async fn invoke(
     };
     let result = scope
         .call_tool(&resolved.key, &resolved.target, &real_name, arguments)
-        .await?;
-    Ok(executor_mcp::call_result_to_outcome(&tool.name, result))
+        .await;
+    match result {
+        Ok(result) => {
+            let outcome = executor_mcp::call_result_to_outcome(&tool.name, result);
+            if let ToolOutcome::Err(e) = &outcome
+                && e.code == "mcp_tool_unknown"
+            {
+                let key = ConnectionKey::new(
+                    address.owner,
+                    address.integration.clone(),
+                    address.connection.clone(),
+                );
+                if let Err(e) = inner.store.mark_stale(&inner.scope, &key).await {
+                    tracing::warn!(error = %e, "could not mark a catalog stale");
+                }
+            }
+            HostReply::Resolve(outcome.to_json())
+        }
+        Err(McpError::Connect {
+            http_status: Some(status @ (401 | 403)),
+            message,
+            ..
+        }) => HostReply::Resolve(
+            ToolOutcome::Err(crate::credentials::rejected(
+                &address.integration,
+                status,
+                "The MCP server",
+                &message,
+            ))
+            .to_json(),
+        ),
+        Err(e) => HostReply::Reject(internal_tool_error(&e.to_string())),
+    }
 }

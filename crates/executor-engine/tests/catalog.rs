@@ -113,6 +113,7 @@ async fn seeded_engine() -> (Engine, tempfile::TempDir) {
                 })),
                 output_schema: None,
                 annotations: Some(json!({"realName": format!("{resource}_{verb}")})),
+                binding: None,
             })
             .collect();
         assert_eq!(tools.len(), 500);

@@ -10,17 +10,29 @@ pub enum OpenApiError {
     /// The spec URL could not be fetched (unreachable, non-2xx, too large, timeout).
     #[error("{0}")]
     Fetch(String),
+    /// A `specOverrides` operation could not be applied.
+    #[error("{message}")]
+    Override {
+        operation_index: usize,
+        operation: String,
+        path: String,
+        message: String,
+    },
 }
 
 impl OpenApiError {
     /// The wire `_tag` of the error (spec §3.10).
     pub fn tag(&self) -> &'static str {
-        "OpenApiParseError"
+        match self {
+            OpenApiError::Override { .. } => "OpenApiSpecOverrideError",
+            _ => "OpenApiParseError",
+        }
     }
 
     pub fn message(&self) -> &str {
         match self {
             OpenApiError::Parse(m) | OpenApiError::Fetch(m) => m,
+            OpenApiError::Override { message, .. } => message,
         }
     }
 }

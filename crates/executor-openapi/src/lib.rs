@@ -18,6 +18,7 @@ mod fetch;
 mod invoke;
 mod model;
 mod parse;
+mod patch;
 mod schema;
 mod swagger2;
 
@@ -36,4 +37,4 @@ pub use model::{
     ApiKeyLocation, MediaType, Operation, ParamLocation, Parameter, RequestBody, Response,
     SecurityScheme, SecuritySchemeKind, Server, ServerVariable, Spec, SpecFormat,
 };
-pub use parse::parse_spec;
+pub use parse::{parse_spec, parse_spec_with_overrides};

@@ -19,7 +19,19 @@ const MAX_REF_HOPS: usize = 32;
 /// Parses a spec from JSON or YAML text. OpenAPI 3.0 and 3.1 are read as they are; Swagger 2.0
 /// is converted to the 3.0 shape first. Anything else is an [`OpenApiError::Parse`] saying why.
 pub fn parse_spec(text: &str) -> Result<Spec, OpenApiError> {
-    let doc = parse_document(text)?;
+    parse_spec_with_overrides(text, None)
+}
+
+/// [`parse_spec`] after applying `overrides` (RFC 6902 JSON Patch operations, the integration's
+/// `specOverrides`) to the document. A failing operation is [`OpenApiError::Override`].
+pub fn parse_spec_with_overrides(
+    text: &str,
+    overrides: Option<&Value>,
+) -> Result<Spec, OpenApiError> {
+    let mut doc = parse_document(text)?;
+    if let Some(ops) = overrides {
+        crate::patch::apply(&mut doc, ops)?;
+    }
     let obj = match &doc {
         Value::Object(o) => o,
         other => {

@@ -120,6 +120,22 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             }
             (StatusCode::BAD_REQUEST, body)
         }
+        E::OpenApiParse { message } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": "OpenApiParseError", "message": message}),
+        ),
+        E::OpenApiExtraction { message } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": "OpenApiExtractionError", "message": message}),
+        ),
+        E::GraphqlIntrospection { message } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": "GraphqlIntrospectionError", "message": message}),
+        ),
+        E::GraphqlExtraction { message } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": "GraphqlExtractionError", "message": message}),
+        ),
         E::Internal(cause) => internal(&cause),
     }
 }

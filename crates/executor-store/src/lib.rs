@@ -28,7 +28,7 @@ pub use sqlite::SqliteStore;
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -131,6 +131,9 @@ pub struct ToolRecord {
     pub input_schema: Option<Value>,
     pub output_schema: Option<Value>,
     pub annotations: Option<Value>,
+    /// How the integration kind calls the tool (an OpenAPI operation, a GraphQL field); never
+    /// shown to agents.
+    pub binding: Option<Value>,
 }
 
 impl ToolRecord {
@@ -352,6 +355,13 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
     ) -> Result<Option<PolicyRecord>>;
     /// Whether a policy was removed.
     async fn delete_policy(&self, scope: &Scope, owner: Owner, id: &str) -> Result<bool>;
+
+    /// Stores a document under the sha256 (lowercase hex) of its bytes and returns that hash.
+    /// Storing the same bytes twice is one row.
+    async fn put_blob(&self, scope: &Scope, value: &[u8]) -> Result<String>;
+    async fn get_blob(&self, scope: &Scope, hash: &str) -> Result<Option<Vec<u8>>>;
+    /// Whether a blob was removed.
+    async fn delete_blob(&self, scope: &Scope, hash: &str) -> Result<bool>;
 
     async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()>;
     async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>>;

@@ -272,6 +272,7 @@ fn tool_from_row(row: &SqliteRow) -> Result<ToolRecord> {
         input_schema: opt_json(row.try_get("input_schema")?)?,
         output_schema: opt_json(row.try_get("output_schema")?)?,
         annotations: summary.annotations,
+        binding: opt_json(row.try_get("binding")?)?,
     })
 }
 
@@ -625,6 +626,7 @@ impl Store for SqliteStore {
                     opt_to_json(t.annotations.as_ref())?,
                     opt_to_json(t.input_schema.as_ref())?,
                     opt_to_json(t.output_schema.as_ref())?,
+                    opt_to_json(t.binding.as_ref())?,
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -672,11 +674,11 @@ impl Store for SqliteStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        for (tool, annotations, input, output) in tool_rows {
+        for (tool, annotations, input, output, binding) in tool_rows {
             sqlx::query(
                 "INSERT INTO tool (tenant, integration, owner, subject, connection, name, \
-                   plugin_id, description, annotations, input_schema, output_schema) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   plugin_id, description, annotations, input_schema, output_schema, binding) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(&scope.tenant)
             .bind(&key.integration)
@@ -689,6 +691,7 @@ impl Store for SqliteStore {
             .bind(annotations)
             .bind(input)
             .bind(output)
+            .bind(binding)
             .execute(&mut *tx)
             .await?;
         }
@@ -820,7 +823,7 @@ impl Store for SqliteStore {
         let row = sqlx::query(concat!(
             "SELECT ",
             tool_summary_cols!(),
-            ", input_schema, output_schema FROM tool WHERE ",
+            ", input_schema, output_schema, binding FROM tool WHERE ",
             conn_key!("connection"),
             " AND name = ?"
         ))
@@ -939,6 +942,44 @@ impl Store for SqliteStore {
         .bind(id)
         .execute(&self.writer)
         .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn put_blob(&self, scope: &Scope, value: &[u8]) -> Result<String> {
+        use sha2::Digest as _;
+        let hash: String = sha2::Sha256::digest(value)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        sqlx::query(
+            "INSERT INTO blob (tenant, hash, value, created_at) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (tenant, hash) DO NOTHING",
+        )
+        .bind(&scope.tenant)
+        .bind(&hash)
+        .bind(value)
+        .bind(now_ms())
+        .execute(&self.writer)
+        .await?;
+        Ok(hash)
+    }
+
+    async fn get_blob(&self, scope: &Scope, hash: &str) -> Result<Option<Vec<u8>>> {
+        Ok(
+            sqlx::query_scalar("SELECT value FROM blob WHERE tenant = ? AND hash = ?")
+                .bind(&scope.tenant)
+                .bind(hash)
+                .fetch_optional(&self.reader)
+                .await?,
+        )
+    }
+
+    async fn delete_blob(&self, scope: &Scope, hash: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM blob WHERE tenant = ? AND hash = ?")
+            .bind(&scope.tenant)
+            .bind(hash)
+            .execute(&self.writer)
+            .await?;
         Ok(done.rows_affected() > 0)
     }
 

@@ -63,6 +63,7 @@ fn tool(name: &str, description: &str) -> ToolRecord {
         input_schema: Some(json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/Q"}}})),
         output_schema: Some(json!({"type": "string"})),
         annotations: Some(json!({"requiresApproval": false})),
+        binding: Some(json!({"method": "get", "path": "/x"})),
     }
 }
 
@@ -1023,6 +1024,26 @@ async fn secrets_round_trip() {
     assert_eq!(store.get_secret(&s, "k").await.unwrap(), None);
     store.delete_secret(&s, "k").await.unwrap();
     store.close().await;
+}
+
+#[tokio::test]
+async fn blobs_are_content_addressed_per_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path()).await.unwrap();
+    let a = Scope::local("a");
+    let b = Scope::local("b");
+    let hash = store.put_blob(&a, b"openapi: 3.1.0").await.unwrap();
+    // sha256("openapi: 3.1.0"), so the same text is one row whoever stores it.
+    assert_eq!(hash.len(), 64);
+    assert_eq!(store.put_blob(&a, b"openapi: 3.1.0").await.unwrap(), hash);
+    assert_eq!(
+        store.get_blob(&a, &hash).await.unwrap().as_deref(),
+        Some(&b"openapi: 3.1.0"[..])
+    );
+    assert_eq!(store.get_blob(&b, &hash).await.unwrap(), None);
+    assert!(!store.delete_blob(&b, &hash).await.unwrap());
+    assert!(store.delete_blob(&a, &hash).await.unwrap());
+    assert_eq!(store.get_blob(&a, &hash).await.unwrap(), None);
 }
 
 #[tokio::test]

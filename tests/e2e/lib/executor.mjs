@@ -297,8 +297,11 @@ async function startOnce({ dataDir, port, ownsDataDir, args = [], env = {}, exec
     stop: async ({ signal = "SIGTERM", timeoutMs = 15_000 } = {}) => {
       if (exitInfo) return { ...exitInfo, timedOut: false };
       proc.child.kill(signal);
-      const t = sleep(timeoutMs).then(() => "timeout");
+      // Cancel the timer once the race is decided, so it does not hold the event loop open.
+      const timer = new AbortController();
+      const t = sleep(timeoutMs, "timeout", { signal: timer.signal }).catch(() => "aborted");
       const r = await Promise.race([proc.exited, t]);
+      timer.abort();
       if (r === "timeout") {
         proc.child.kill("SIGKILL");
         const k = await proc.exited;

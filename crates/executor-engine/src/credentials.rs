@@ -1,0 +1,91 @@
+//! A connection's credentials at call time: its stored values, the auth method it binds, and
+//! the headers and query parameters that method renders. One place for every integration kind.
+
+use std::collections::BTreeMap;
+
+use executor_core::ToolError;
+use executor_core::auth::{AuthMethod, Rendered, render, select_method};
+use executor_store::{ConnectionKey, ConnectionRecord};
+
+use crate::Inner;
+use crate::catalog::{item_ids, session_label};
+use crate::error::EngineResult;
+
+/// What a connection brings to a request.
+pub(crate) struct Credentials {
+    pub(crate) connection: ConnectionRecord,
+    /// `{variable: value}` as stored (never logged).
+    pub(crate) values: BTreeMap<String, String>,
+    /// Rendered by the selected method; empty when the integration declares no usable method.
+    pub(crate) rendered: Rendered,
+}
+
+/// Reads the connection and its values. `Ok(Err(_))` is a tool-level failure the agent sees
+/// (`connection_value_missing`), `Err(_)` an engine failure (the connection vanished, the store
+/// failed).
+pub(crate) async fn resolve(
+    inner: &Inner,
+    methods: &[AuthMethod],
+    key: &ConnectionKey,
+) -> EngineResult<Result<Credentials, Box<ToolError>>> {
+    let connection = inner
+        .store
+        .get_connection(&inner.scope, key)
+        .await?
+        .ok_or_else(|| crate::catalog::connection_not_found(key))?;
+    let mut values = BTreeMap::new();
+    for (variable, item) in item_ids(&connection.item_ids) {
+        if let Some(value) = inner.store.get_secret(&inner.scope, &item).await? {
+            values.insert(variable, value);
+        }
+    }
+    let mut rendered = Rendered::default();
+    if let Some(method) = select_method(methods, &connection.template) {
+        let missing: Vec<String> = method
+            .variables()
+            .into_iter()
+            .filter(|v| !values.contains_key(v))
+            .collect();
+        if !missing.is_empty() {
+            return Ok(Err(Box::new(missing_values(key, &missing))));
+        }
+        rendered = render(method, &values);
+    }
+    Ok(Ok(Credentials {
+        connection,
+        values,
+        rendered,
+    }))
+}
+
+fn missing_values(key: &ConnectionKey, missing: &[String]) -> ToolError {
+    ToolError::new(
+        "connection_value_missing",
+        format!(
+            "Connection {} has no value for {}.",
+            session_label(key),
+            missing.join(", ")
+        ),
+    )
+    .with_retryable(false)
+    .with_details(serde_json::json!({
+        "category": "authentication",
+        "integration": key.integration,
+        "recovery": "Re-create the connection with its credential (executor.coreTools.connections.createHandoff).",
+    }))
+}
+
+/// `connection_rejected`: the upstream turned the connection's credentials away (401/403).
+pub(crate) fn rejected(integration: &str, status: u16, what: &str, message: &str) -> ToolError {
+    ToolError::new(
+        "connection_rejected",
+        format!("{what} rejected the connection's credentials ({status}): {message}"),
+    )
+    .with_status(status)
+    .with_retryable(false)
+    .with_details(serde_json::json!({
+        "category": "authentication",
+        "integration": integration,
+        "recovery": "Check the connection with executor.coreTools.connections.list and re-create it with valid credentials.",
+    }))
+}

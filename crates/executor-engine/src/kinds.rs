@@ -1,0 +1,188 @@
+//! The integration kinds (MCP, OpenAPI, GraphQL) behind one interface: what a kind declares
+//! (auth methods, a display URL), how it produces a connection's tools, and how it calls one.
+//!
+//! The set is closed and known at compile time, so this is an enum matched in one place rather
+//! than trait objects: adding a kind is a variant here and a module of its own.
+
+use std::sync::Arc;
+
+use executor_core::auth::AuthMethod;
+use executor_core::{ToolAddress, ToolError};
+use executor_sandbox::HostReply;
+use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
+use serde_json::{Map, Value};
+
+use crate::dispatch::ExecutionCtx;
+use crate::error::EngineResult;
+use crate::{Inner, graphql_plugin, mcp_plugin, openapi_plugin};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Mcp,
+    OpenApi,
+    Graphql,
+}
+
+/// A connection's tools and the `$defs` they share, as a kind produced them.
+#[derive(Debug, Default)]
+pub(crate) struct Produced {
+    pub(crate) tools: Vec<ToolRecord>,
+    pub(crate) definitions: Map<String, Value>,
+}
+
+impl Kind {
+    /// The kind of a stored integration (`plugin_id`); `None` for rows this build cannot serve.
+    pub(crate) fn of(plugin_id: &str) -> Option<Self> {
+        match plugin_id {
+            mcp_plugin::PLUGIN_ID => Some(Kind::Mcp),
+            openapi_plugin::PLUGIN_ID => Some(Kind::OpenApi),
+            graphql_plugin::PLUGIN_ID => Some(Kind::Graphql),
+            _ => None,
+        }
+    }
+
+    /// The auth methods an integration declares (stored in its config).
+    pub(crate) fn auth_methods(self, config: &Value) -> Vec<AuthMethod> {
+        match self {
+            Kind::Mcp => mcp_plugin::auth_methods(config),
+            Kind::OpenApi => openapi_plugin::auth_methods(config),
+            Kind::Graphql => graphql_plugin::auth_methods(config),
+        }
+    }
+
+    /// The URL shown for an integration (an endpoint, an API's base).
+    pub(crate) fn display_url(self, config: &Value) -> Option<String> {
+        match self {
+            Kind::Mcp => mcp_plugin::display_url(config),
+            Kind::OpenApi => openapi_plugin::display_url(config),
+            Kind::Graphql => graphql_plugin::display_url(config),
+        }
+    }
+
+    /// Whether the kind's catalog lives upstream and may change under us (re-listed after a
+    /// TTL). Document-based kinds change only when their document or config does.
+    pub(crate) fn has_live_catalog(self) -> bool {
+        matches!(self, Kind::Mcp)
+    }
+
+    /// Produces a connection's tools. `Err(reason)` keeps the previous catalog (tool sync is
+    /// "incomplete": the upstream is unreachable, the credentials not ready).
+    pub(crate) async fn produce(
+        self,
+        inner: &Inner,
+        integration: &IntegrationRecord,
+        key: &ConnectionKey,
+    ) -> Result<Produced, String> {
+        match self {
+            Kind::Mcp => mcp_plugin::produce_tools(inner, integration, key).await,
+            Kind::OpenApi => openapi_plugin::produce_tools(inner, integration, key).await,
+            Kind::Graphql => graphql_plugin::produce_tools(inner, integration, key).await,
+        }
+    }
+
+    /// Resolves what an execution needs to call a connection's tools (credentials rendered,
+    /// documents loaded). Done once per connection per execution. `Ok(Err(_))` is a failure the
+    /// agent sees as a tool result.
+    pub(crate) async fn connect(
+        self,
+        inner: &Inner,
+        integration: &IntegrationRecord,
+        key: &ConnectionKey,
+    ) -> EngineResult<Result<Connected, Box<ToolError>>> {
+        Ok(match self {
+            Kind::Mcp => mcp_plugin::resolve_target(inner, integration, key)
+                .await?
+                .map(Connected::Mcp),
+            Kind::OpenApi => openapi_plugin::connect(inner, integration, key)
+                .await?
+                .map(Connected::OpenApi),
+            Kind::Graphql => graphql_plugin::connect(inner, integration, key)
+                .await?
+                .map(Connected::Graphql),
+        })
+    }
+}
+
+/// A connection ready to take calls within one execution.
+pub(crate) enum Connected {
+    Mcp(mcp_plugin::ResolvedTarget),
+    OpenApi(openapi_plugin::Connected),
+    Graphql(graphql_plugin::Connected),
+}
+
+impl Connected {
+    /// Checks arguments before the policy gate, so a call that must fail never asks a person
+    /// for approval (spec §4.7). MCP servers validate their own arguments.
+    pub(crate) fn validate(&self, tool: &ToolRecord, args: &Value) -> Result<(), Box<ToolError>> {
+        match self {
+            Connected::Mcp(_) => Ok(()),
+            Connected::OpenApi(c) => c.validate(tool, args),
+            Connected::Graphql(c) => c.validate(tool, args),
+        }
+    }
+
+    pub(crate) async fn invoke(
+        &self,
+        inner: &Arc<Inner>,
+        ctx: &ExecutionCtx,
+        address: &ToolAddress,
+        tool: &ToolRecord,
+        args: Value,
+    ) -> HostReply {
+        match self {
+            Connected::Mcp(target) => {
+                mcp_plugin::call(inner, ctx, target, address, tool, args).await
+            }
+            Connected::OpenApi(c) => {
+                HostReply::Resolve(c.invoke(inner, tool, args).await.to_json())
+            }
+            Connected::Graphql(c) => {
+                HostReply::Resolve(c.invoke(inner, tool, args).await.to_json())
+            }
+        }
+    }
+}
+
+/// The stored binding of a tool, or a `binding_error` the agent sees.
+pub(crate) fn binding(tool: &ToolRecord) -> Result<&Value, Box<ToolError>> {
+    tool.binding.as_ref().ok_or_else(|| {
+        Box::new(ToolError::new(
+            "binding_error",
+            format!(
+                "Tool {} has no stored binding; refresh its connection.",
+                tool.name
+            ),
+        ))
+    })
+}
+
+/// Parsed documents shared by every execution, keyed by content hash (so they never go
+/// stale: a changed document has a new hash). Small and bounded; a miss re-reads the blob.
+#[derive(Default)]
+pub(crate) struct Documents {
+    graphql: std::sync::Mutex<Vec<(String, Arc<executor_graphql::Schema>)>>,
+}
+
+/// Schemas kept parsed; more are evicted oldest first.
+const MAX_PARSED_SCHEMAS: usize = 8;
+
+impl Documents {
+    pub(crate) fn graphql_schema(&self, hash: &str) -> Option<Arc<executor_graphql::Schema>> {
+        let cached = self.graphql.lock().unwrap_or_else(|p| p.into_inner());
+        cached
+            .iter()
+            .find(|(h, _)| h == hash)
+            .map(|(_, s)| s.clone())
+    }
+
+    pub(crate) fn put_graphql_schema(&self, hash: &str, schema: Arc<executor_graphql::Schema>) {
+        let mut cached = self.graphql.lock().unwrap_or_else(|p| p.into_inner());
+        if cached.iter().any(|(h, _)| h == hash) {
+            return;
+        }
+        if cached.len() >= MAX_PARSED_SCHEMAS {
+            cached.remove(0);
+        }
+        cached.push((hash.to_owned(), schema));
+    }
+}
