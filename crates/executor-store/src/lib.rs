@@ -18,11 +18,13 @@ use serde_json::{Map, Value};
 mod executions;
 mod lock;
 mod sqlite;
+mod vault;
 
 pub use executions::{
     ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, ExecutionSummary,
 };
 pub use sqlite::SqliteStore;
+pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 
 /// Re-exported so callers can name these without depending on `executor-core` directly.
 pub use executor_core::{Owner, ToolAddress};
@@ -227,6 +229,9 @@ pub enum StoreError {
         "Cannot create a personal connection: this context has no user subject (use owner \"org\")"
     )]
     NoSubject,
+    /// A setting the store needs is missing or malformed (e.g. the master key).
+    #[error("{0}")]
+    Config(String),
     /// A stored value could not be understood (e.g. an unknown owner string).
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
@@ -341,7 +346,6 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
         key: &ConnectionKey,
     ) -> Result<Map<String, Value>>;
 
-    /// Provisional plaintext secret table keyed by tenant + item id.
     /// Policies visible to the scope (org rules and the subject's user rules), unordered.
     async fn list_policies(&self, scope: &Scope) -> Result<Vec<PolicyRecord>>;
     /// Err(AlreadyExists) when the id is taken.
@@ -363,6 +367,7 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
     /// Whether a blob was removed.
     async fn delete_blob(&self, scope: &Scope, hash: &str) -> Result<bool>;
 
+    /// Credential values keyed by tenant + item id, sealed at rest (see [`MasterKey`]).
     async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()>;
     async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>>;
     async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()>;

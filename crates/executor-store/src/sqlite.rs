@@ -17,8 +17,8 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 
 use crate::lock::OwnerLock;
 use crate::{
-    ConnectionKey, ConnectionRecord, IntegrationRecord, PolicyRecord, Result, SCHEMA_VERSION,
-    Scope, Store, StoreError, ToolFilter, ToolRecord, ToolSummary,
+    ConnectionKey, ConnectionRecord, IntegrationRecord, MasterKey, PolicyRecord, Result,
+    SCHEMA_VERSION, Scope, Store, StoreError, ToolFilter, ToolRecord, ToolSummary,
 };
 
 /// The database file inside the data directory.
@@ -73,6 +73,8 @@ pub struct SqliteStore {
     writer: SqlitePool,
     /// Held for the life of the store; released on drop.
     lock: Option<OwnerLock>,
+    /// Seals credential values.
+    key: MasterKey,
 }
 
 impl SqliteStore {
@@ -81,21 +83,43 @@ impl SqliteStore {
     /// `<data_dir>/data.db` with WAL, foreign keys, a busy timeout and `synchronous=NORMAL`, checks
     /// the schema-version guard (refusing a database written by a newer schema with
     /// [`StoreError::NewerSchema`]) and runs the migrations.
+    ///
+    /// Secrets are sealed with [`MasterKey::load`] (`EXECUTOR_SECRET_KEY`, else
+    /// `<data_dir>/secret.key`).
     pub async fn open(data_dir: &Path) -> Result<SqliteStore> {
         std::fs::create_dir_all(data_dir)?;
         let lock = OwnerLock::acquire(data_dir)?;
+        let key = MasterKey::load(data_dir)?;
+        Self::open_locked(data_dir, lock, key).await
+    }
+
+    /// [`SqliteStore::open`] with a given master key.
+    pub async fn open_with_key(data_dir: &Path, key: MasterKey) -> Result<SqliteStore> {
+        std::fs::create_dir_all(data_dir)?;
+        let lock = OwnerLock::acquire(data_dir)?;
+        Self::open_locked(data_dir, lock, key).await
+    }
+
+    async fn open_locked(data_dir: &Path, lock: OwnerLock, key: MasterKey) -> Result<SqliteStore> {
         let options = SqliteConnectOptions::new()
             .filename(data_dir.join(DB_FILE))
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT)
-            .synchronous(SqliteSynchronous::Normal);
+            .synchronous(SqliteSynchronous::Normal)
+            // Deleted and overwritten rows (old sealed secrets, plaintext from older builds) are
+            // zeroed rather than left in free pages.
+            .pragma("secure_delete", "ON");
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(options.clone())
             .await?;
         if let Err(e) = prepare_schema(&writer).await {
+            writer.close().await;
+            return Err(e);
+        }
+        if let Err(e) = seal_plaintext_secrets(&writer, &key).await {
             writer.close().await;
             return Err(e);
         }
@@ -107,6 +131,7 @@ impl SqliteStore {
             reader,
             writer,
             lock: Some(lock),
+            key,
         })
     }
 
@@ -126,6 +151,7 @@ impl SqliteStore {
             reader: pool.clone(),
             writer: pool,
             lock: None,
+            key: MasterKey::generate(),
         })
     }
 
@@ -274,6 +300,33 @@ fn tool_from_row(row: &SqliteRow) -> Result<ToolRecord> {
         annotations: summary.annotations,
         binding: opt_json(row.try_get("binding")?)?,
     })
+}
+
+/// Seals values written in plaintext by builds before the vault, in one transaction.
+async fn seal_plaintext_secrets(pool: &SqlitePool, key: &MasterKey) -> Result<()> {
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT tenant, item_id, value FROM secret WHERE substr(value, 1, 3) <> 'v1:'",
+    )
+    .fetch_all(pool)
+    .await?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut tx = pool.begin().await?;
+    for (tenant, item_id, value) in &rows {
+        sqlx::query("UPDATE secret SET value = ? WHERE tenant = ? AND item_id = ?")
+            .bind(key.seal(tenant, item_id, value)?)
+            .bind(tenant)
+            .bind(item_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    tracing::info!(
+        count = rows.len(),
+        "sealed plaintext secrets from an older build"
+    );
+    Ok(())
 }
 
 /// A record timestamp, or now when the caller left it at zero.
@@ -993,7 +1046,7 @@ impl Store for SqliteStore {
         )
         .bind(&scope.tenant)
         .bind(item_id)
-        .bind(value)
+        .bind(self.key.seal(&scope.tenant, item_id, value)?)
         .bind(now)
         .bind(now)
         .execute(&self.writer)
@@ -1002,13 +1055,15 @@ impl Store for SqliteStore {
     }
 
     async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>> {
-        Ok(
+        let stored: Option<String> =
             sqlx::query_scalar("SELECT value FROM secret WHERE tenant = ? AND item_id = ?")
                 .bind(&scope.tenant)
                 .bind(item_id)
                 .fetch_optional(&self.reader)
-                .await?,
-        )
+                .await?;
+        stored
+            .map(|s| self.key.open(&scope.tenant, item_id, &s))
+            .transpose()
     }
 
     async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()> {

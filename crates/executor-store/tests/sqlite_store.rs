@@ -1026,6 +1026,119 @@ async fn secrets_round_trip() {
     store.close().await;
 }
 
+/// Every file the store leaves in its data directory, as bytes.
+fn data_dir_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            all.extend(std::fs::read(&path).unwrap());
+        }
+    }
+    all
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[tokio::test]
+async fn secrets_are_sealed_at_rest_and_bound_to_the_master_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = executor_store::MasterKey::generate();
+    let s = Scope::local("t");
+    let secret = "sk_live_0123456789abcdefSECRET";
+    {
+        let store = SqliteStore::open_with_key(dir.path(), key.clone())
+            .await
+            .unwrap();
+        store
+            .put_secret(&s, "connection:org:gh:main:token", secret)
+            .await
+            .unwrap();
+        // Overwrite: the old sealed value must not linger either.
+        store
+            .put_secret(&s, "connection:org:gh:main:token", secret)
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .get_secret(&s, "connection:org:gh:main:token")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some(secret)
+        );
+        // Scan while open (WAL present) and after close (checkpointed).
+        assert!(!contains(&data_dir_bytes(dir.path()), secret));
+        store.close().await;
+    }
+    assert!(!contains(&data_dir_bytes(dir.path()), secret));
+
+    let store = SqliteStore::open_with_key(dir.path(), key.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get_secret(&s, "connection:org:gh:main:token")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(secret)
+    );
+    store.close().await;
+
+    // Another key cannot open it, and says why.
+    let store = SqliteStore::open_with_key(dir.path(), executor_store::MasterKey::generate())
+        .await
+        .unwrap();
+    let err = store
+        .get_secret(&s, "connection:org:gh:main:token")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("another master key"), "{err}");
+    assert!(!err.contains(secret));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn plaintext_secrets_from_older_builds_are_sealed_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = executor_store::MasterKey::generate();
+    let s = Scope::local("t");
+    let store = SqliteStore::open_with_key(dir.path(), key.clone())
+        .await
+        .unwrap();
+    store.close().await;
+    {
+        // What a pre-vault build wrote.
+        let pool = sqlx::SqlitePool::connect(&format!(
+            "sqlite://{}",
+            dir.path().join("data.db").display()
+        ))
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO secret (tenant, item_id, value, created_at, updated_at) \
+             VALUES ('t', 'legacy', 'plain-old-token', 1, 1)",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+    }
+    let store = SqliteStore::open_with_key(dir.path(), key).await.unwrap();
+    assert_eq!(
+        store.get_secret(&s, "legacy").await.unwrap().as_deref(),
+        Some("plain-old-token")
+    );
+    store.close().await;
+    assert!(!contains(&data_dir_bytes(dir.path()), "plain-old-token"));
+}
+
 #[tokio::test]
 async fn blobs_are_content_addressed_per_tenant() {
     let dir = tempfile::tempdir().unwrap();
