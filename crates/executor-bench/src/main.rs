@@ -607,7 +607,48 @@ fn combine(runs: Vec<Figures>) -> Figures {
     out
 }
 
+/// `BENCH_PROFILE_SECS=N`: runs only ours, repeating the 100-call execution for N seconds
+/// after printing the server's pid, so a profiler can attach (`perf record -g -p <pid>`).
+async fn profile_sequential(secs: u64) -> anyhow::Result<()> {
+    let stateful = executor_mcp::testing::serve_stateful().await;
+    let (server, _) = start(&ours()).await?;
+    add_integration(&server, "bench", "bench", &stateful.url).await?;
+    let code = format!(
+        "for (let i = 0; i < {SEQUENTIAL_CALLS}; i++) {{ const r = await tools.bench.org.main.get_workspace({{}}); if (!r.ok) throw new Error('call failed'); }} return {SEQUENTIAL_CALLS};"
+    );
+    for _ in 0..5 {
+        execute(&server, &code).await?;
+    }
+    println!("pid {}", server.pid());
+    let until = Instant::now() + Duration::from_secs(secs);
+    let mut took = Vec::new();
+    while Instant::now() < until {
+        let t = Instant::now();
+        execute(&server, &code).await?;
+        took.push(t.elapsed());
+    }
+    let p50 = percentile(&mut took, 0.5);
+    server.stop();
+    let (_, mut direct) = floor(&stateful.url).await?;
+    let direct_p50 = percentile(&mut direct, 0.5);
+    println!(
+        "{} executions of {SEQUENTIAL_CALLS} calls: p50 {} ({:.0} µs per call); direct {} ({:.2}×)",
+        took.len(),
+        ms(p50),
+        p50.as_secs_f64() * 1e6 / SEQUENTIAL_CALLS as f64,
+        ms(direct_p50),
+        p50.as_secs_f64() / direct_p50.as_secs_f64()
+    );
+    Ok(())
+}
+
 async fn run() -> anyhow::Result<()> {
+    if let Some(secs) = std::env::var("BENCH_PROFILE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        return profile_sequential(secs).await;
+    }
     let ours = ours();
     let original_product = original("EXECUTOR_ORIGINAL_BIN", "original");
     let wrapper = original("EXECUTOR_ORIGINAL_WRAPPER", "original (npm wrapper)");

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::{OnceCell, oneshot};
 
 use crate::Inner;
-use crate::execution::{ExecEvent, PauseRequest, ResumeAction};
+use crate::execution::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 use crate::journal::{Journal, PauseSink};
 use crate::kinds::{Connected, Kind};
 
@@ -53,6 +53,16 @@ impl ExecutionCtx {
 
     pub(crate) fn mcp_scope(&self) -> Option<Arc<ExecutionScope>> {
         lock(&self.mcp).clone()
+    }
+
+    /// Where this execution's pauses go (elicitations of its downstream servers included).
+    pub(crate) fn pause_sink(&self) -> PauseSink {
+        self.events.clone()
+    }
+
+    /// The caller is the approver (`autoApprove`).
+    pub(crate) fn auto_approve(&self) -> bool {
+        self.auto_approve
     }
 
     /// Returns the execution's downstream sessions to the pool.
@@ -142,7 +152,7 @@ pub(crate) async fn dispatch(
         let suggestions = engine.suggestions(leaf, None).await;
         return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
     };
-    let tool = match inner.store.get_tool(&inner.scope, &address).await {
+    let tool = match crate::tool_cache::get(&inner, &address).await {
         Ok(Some(tool)) => tool,
         Ok(None) => {
             let suggestions = suggestions(&inner, &address).await;
@@ -288,6 +298,7 @@ impl Gate<'_> {
             message,
             address: self.address.to_owned(),
             args: args.clone(),
+            kind: PauseKind::Approval,
             respond,
         };
         if ctx.events.send(ExecEvent::Paused(request)).is_err() {

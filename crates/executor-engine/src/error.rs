@@ -53,6 +53,14 @@ pub enum EngineError {
     /// An OpenAPI document whose operations cannot be turned into tools.
     #[error("{message}")]
     OpenApiExtraction { message: String },
+    /// A `specOverrides` operation (RFC 6902) that cannot be applied to the spec.
+    #[error("{message}")]
+    OpenApiSpecOverride {
+        operation_index: usize,
+        operation: String,
+        path: String,
+        message: String,
+    },
     /// A GraphQL endpoint (or supplied introspection JSON) that yields no schema.
     #[error("{message}")]
     GraphqlIntrospection { message: String },

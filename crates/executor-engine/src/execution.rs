@@ -6,6 +6,10 @@
 //! restart is resumed by re-running its code against its journal. Resuming is idempotent: a
 //! settled execution answers with its stored outcome, and concurrent resumes of one execution
 //! share one answer. Pauses expire after the configured TTL.
+//!
+//! A pause is an approval (a gated call) or an elicitation a downstream MCP server sent while it
+//! ran one of the execution's calls (form or URL mode); both are answered the same way, the form
+//! content of an elicitation going back to its server.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -25,6 +29,9 @@ use crate::{Engine, Inner};
 
 /// Settled outcomes remembered so that a repeated resume replays the same answer.
 const SETTLED_KEEP: usize = 64;
+/// At shutdown, how long paused executions may take to finish (and journal) the calls they have
+/// running, so that none of them is sent again after the restart.
+pub(crate) const SHUTDOWN_CALL_GRACE: Duration = Duration::from_secs(5);
 /// Most executions one history page returns.
 pub const MAX_HISTORY_PAGE: u32 = 500;
 /// How often settled executions older than the retention are deleted.
@@ -69,11 +76,57 @@ pub enum ExecutionOutcome {
     Paused(Paused),
 }
 
-/// What a gated tool call asks of a person.
+/// What a pause asks of a person.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PauseKind {
+    /// A gated call: may it run?
+    Approval,
+    /// A downstream MCP server asks for a form (`requestedSchema`) while it runs the call.
+    Form { requested_schema: Value },
+    /// A downstream MCP server sends the person to a URL while it runs the call.
+    Url { url: String },
+}
+
+impl PauseKind {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            PauseKind::Approval => "approval",
+            PauseKind::Form { .. } => "form",
+            PauseKind::Url { .. } => "url",
+        }
+    }
+
+    /// From a stored pending interaction (journals that predate elicitations: an approval).
+    fn from_pending(pending: &Value) -> Self {
+        match pending.get("kind").and_then(Value::as_str) {
+            Some("form") => PauseKind::Form {
+                requested_schema: pending
+                    .get("requestedSchema")
+                    .cloned()
+                    .unwrap_or_else(empty_schema),
+            },
+            Some("url") => PauseKind::Url {
+                url: pending
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            },
+            _ => PauseKind::Approval,
+        }
+    }
+}
+
+fn empty_schema() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+/// What a gated tool call (or its server's elicitation) asks of a person.
 pub(crate) struct PauseRequest {
     pub(crate) message: String,
     pub(crate) address: String,
     pub(crate) args: Value,
+    pub(crate) kind: PauseKind,
     pub(crate) respond: oneshot::Sender<(ResumeAction, Option<Value>)>,
 }
 
@@ -146,9 +199,24 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// Abandons every live pause; their rows stay `paused` in the store, resumable after a
-    /// restart.
-    pub(crate) fn clear(&self) {
+    /// restart. Calls of those executions that are running (not waiting for a person) get up
+    /// to `grace` to finish and be journaled first, so the replay answers them from the
+    /// journal instead of sending them again; calls the code issues meanwhile are held for the
+    /// replay.
+    pub(crate) async fn shutdown(&self, grace: Duration) {
         let drained: Vec<PausedExecution> = lock(&self.paused).drain().map(|(_, p)| p).collect();
+        for paused in &drained {
+            paused.live.journal.close();
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        for paused in &drained {
+            if !paused.live.journal.quiesce(deadline).await {
+                tracing::warn!(
+                    execution_id = %paused.live.journal.id,
+                    "a paused execution still had a call running at shutdown; it may run again after the restart"
+                );
+            }
+        }
         for paused in drained {
             paused.abandon();
         }
@@ -205,7 +273,7 @@ impl Engine {
         let ctx = Arc::new(ExecutionCtx::new(
             self.inner.mcp.scope(),
             journal.auto_approve,
-            PauseSink::new(events_tx.clone()),
+            PauseSink::new(events_tx.clone(), journal.clone()),
             journal.clone(),
         ));
         let host = Arc::new(ExecutionHost {
@@ -258,6 +326,7 @@ impl Engine {
                     &request.message,
                     &request.address,
                     &request.args,
+                    &request.kind,
                     deadline,
                 );
                 lock(&self.inner.executions.paused).insert(
@@ -296,6 +365,7 @@ impl Engine {
                         &p.current.message,
                         &p.current.address,
                         &p.current.args,
+                        &p.current.kind,
                         deadline,
                     ))
                 } else {
@@ -387,7 +457,13 @@ impl Engine {
             paused
                 .live
                 .journal
-                .persist_running(&self.inner, paused.seq, action)
+                .persist_running(
+                    &self.inner,
+                    paused.seq,
+                    &paused.current.kind,
+                    action,
+                    content.as_ref(),
+                )
                 .await;
             let _ = paused.current.respond.send((action, content));
             return self.next_event(paused.live).await;
@@ -395,7 +471,7 @@ impl Engine {
         if let Some(completed) = self.inner.executions.replay(id) {
             return Ok(ExecutionOutcome::Completed(completed));
         }
-        self.resume_stored(id, action, now).await
+        self.resume_stored(id, action, content, now).await
     }
 
     /// Resumes an execution known only to the store (it paused before a restart), or answers
@@ -404,6 +480,7 @@ impl Engine {
         &self,
         id: &str,
         action: ResumeAction,
+        content: Option<Value>,
         now: i64,
     ) -> EngineResult<ExecutionOutcome> {
         let not_found = || EngineError::ExecutionNotFound {
@@ -438,7 +515,7 @@ impl Engine {
                 }
                 let calls = store.execution_calls(id).await?;
                 tracing::info!(execution_id = %id, calls = calls.len(), action = action.as_str(), "resuming a saved execution by replay");
-                let journal = Journal::restored(rec, calls, action);
+                let journal = Journal::restored(rec, calls, action, content);
                 let live = self.start(journal);
                 self.next_event(live).await
             }
@@ -603,6 +680,15 @@ const RESUME_INSTRUCTIONS: &str = "Show the user the message above and ask them 
 Then resume the execution with its executionId and action \"accept\", \"decline\" or \"cancel\" \
 (HTTP: POST /api/executions/<executionId>/resume; MCP: the resume tool).";
 
+const FORM_INSTRUCTIONS: &str = "Show the user the message above and ask them for the values the requested schema describes. \
+Then resume the execution with its executionId, action \"accept\" and content: an object that matches the requested schema \
+(or action \"decline\" or \"cancel\" if they do not want to answer). \
+HTTP: POST /api/executions/<executionId>/resume with {\"action\", \"content\"}; MCP: the resume tool, content as a JSON-encoded object.";
+
+const URL_INSTRUCTIONS: &str = "Ask the user to open the URL above in a browser and finish there. \
+Then resume the execution with its executionId and action \"accept\" once they did, or \"decline\" or \"cancel\" \
+(HTTP: POST /api/executions/<executionId>/resume; MCP: the resume tool).";
+
 /// When a pause expires, shown with it (spec §4.6 `expiresAt` / `ttlMs` / `resumeDeadline`).
 #[derive(Debug, Clone, Copy)]
 struct Deadline {
@@ -623,32 +709,67 @@ fn stored_paused_view(id: &str, pending: &Value, deadline: Deadline) -> Paused {
         &text("message"),
         &text("address"),
         pending.get("args").unwrap_or(&Value::Null),
+        &PauseKind::from_pending(pending),
         deadline,
     )
 }
 
-/// The view of a pause; arguments are shown redacted (the stored pending holds them redacted,
-/// so a live pause and the same pause read back after a restart look the same).
-fn paused_view(id: &str, message: &str, address: &str, args: &Value, deadline: Deadline) -> Paused {
-    let schema = json!({"type": "object", "properties": {}});
+/// The view of a pause (spec §4.6); arguments are shown redacted (the stored pending holds them
+/// redacted, so a live pause and the same pause read back after a restart look the same).
+fn paused_view(
+    id: &str,
+    message: &str,
+    address: &str,
+    args: &Value,
+    kind: &PauseKind,
+    deadline: Deadline,
+) -> Paused {
+    let (middle, instructions) = match kind {
+        PauseKind::Approval => (
+            format!(
+                "The tool needs a decision from the user before it runs.\nRequested schema:\n{}",
+                serde_json::to_string_pretty(&empty_schema()).unwrap_or_default()
+            ),
+            RESUME_INSTRUCTIONS,
+        ),
+        PauseKind::Form { requested_schema } => (
+            format!(
+                "The tool asks the user for the information below; ask them, then resume with their answer as content.\nRequested schema:\n{}",
+                serde_json::to_string_pretty(requested_schema).unwrap_or_default()
+            ),
+            FORM_INSTRUCTIONS,
+        ),
+        PauseKind::Url { url } => (
+            format!(
+                "Open this URL in a browser:\n{url}\nWhen the user finished there, resume with action \"accept\" (or \"decline\" / \"cancel\")."
+            ),
+            URL_INSTRUCTIONS,
+        ),
+    };
     let text = format!(
-        "Execution paused: {message}\nThe tool needs a decision from the user before it runs.\nRequested schema:\n{}\nexecutionId: {id}\nresumeDeadline: {}\ninstructions: {RESUME_INSTRUCTIONS}",
-        serde_json::to_string_pretty(&schema).unwrap_or_default(),
+        "Execution paused: {message}\n{middle}\nexecutionId: {id}\nresumeDeadline: {}\ninstructions: {instructions}",
         iso_utc(deadline.expires_at),
     );
+    let mut interaction = json!({
+        "kind": if matches!(kind, PauseKind::Url { .. }) { "url" } else { "form" },
+        "message": message,
+        "instructions": instructions,
+        "address": address,
+        "args": journal::redact(args),
+    });
+    match kind {
+        PauseKind::Approval => interaction["requestedSchema"] = empty_schema(),
+        PauseKind::Form { requested_schema } => {
+            interaction["requestedSchema"] = requested_schema.clone();
+        }
+        PauseKind::Url { url } => interaction["url"] = json!(url),
+    }
     let structured = json!({
         "status": "waiting_for_interaction",
         "executionId": id,
         "expiresAt": deadline.expires_at,
         "ttlMs": ttl_ms(deadline.ttl),
-        "interaction": {
-            "kind": "form",
-            "message": message,
-            "instructions": RESUME_INSTRUCTIONS,
-            "address": address,
-            "args": journal::redact(args),
-            "requestedSchema": schema,
-        }
+        "interaction": interaction,
     });
     Paused {
         execution_id: id.to_owned(),

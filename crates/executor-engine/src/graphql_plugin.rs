@@ -1,20 +1,27 @@
-//! The GraphQL integration kind: the stored config, the schema snapshot (a content-addressed
-//! blob, taken from a supplied introspection JSON or by introspecting with the first
-//! connection's credentials), producing tools from it, and calling a field.
+//! The GraphQL integration kind: adding an endpoint (checked by an unauthenticated
+//! introspection, or from a supplied introspection JSON), its stored config and auth methods, the
+//! schema snapshot (a content-addressed blob), producing tools from it, and calling a field.
+//!
+//! Snapshot life cycle: a supplied introspection JSON is the snapshot for good. Otherwise the
+//! snapshot comes from the unauthenticated introspection at add (when the endpoint allows it),
+//! else from the first connection's introspection with its credentials; a connection that was
+//! synced before (an explicit refresh, or a re-sync after the integration's config changed)
+//! introspects again with its credentials and replaces the snapshot.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use executor_core::auth::AuthMethod;
-use executor_core::{ToolError, ToolOutcome};
-use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
+use executor_core::auth::{AuthMethod, AuthMethodInput, assign_auth_slugs, merge_auth_methods};
+use executor_core::{ToolError, ToolOutcome, now_ms, slugify};
+use executor_graphql::GraphqlError;
+use executor_store::{ConnectionKey, IntegrationRecord, StoreError, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Inner;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::{Produced, binding};
+use crate::{Engine, Inner};
 
 pub(crate) const PLUGIN_ID: &str = "graphql";
 
@@ -96,15 +103,19 @@ pub(crate) async fn store_schema(
     Ok(inner.store.put_blob(&inner.scope, &bytes).await?)
 }
 
-/// The integration's schema: its snapshot, else an introspection with the connection's
-/// credentials (stored as the snapshot for every later connection).
+/// The integration's schema for producing a connection's tools: the snapshot, unless there is
+/// none or `reintrospect` asks for a fresh one (never for a supplied snapshot); then an
+/// introspection with the connection's credentials, stored as the snapshot.
 async fn schema_for(
     inner: &Inner,
     integration: &IntegrationRecord,
     config: &GraphqlConfig,
     key: &ConnectionKey,
+    reintrospect: bool,
 ) -> Result<Arc<executor_graphql::Schema>, String> {
-    if let Some(hash) = &config.schema_hash {
+    if let Some(hash) = &config.schema_hash
+        && (config.schema_supplied || !reintrospect)
+    {
         return load_schema(inner, hash).await;
     }
     let connected = match connect_with(inner, config, key).await {
@@ -123,18 +134,50 @@ async fn schema_for(
     let hash = store_schema(inner, &schema)
         .await
         .map_err(|e| e.to_string())?;
-    let mut updated = config.clone();
-    updated.schema_hash = Some(hash.clone());
-    let mut record = integration.clone();
-    record.config = serde_json::to_value(&updated).map_err(|e| e.to_string())?;
+    let schema = Arc::new(schema);
+    inner.documents.put_graphql_schema(&hash, schema.clone());
+    if config.schema_hash.as_deref() != Some(hash.as_str()) {
+        record_snapshot(inner, &integration.slug, &hash)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(schema)
+}
+
+/// Points the integration at a new snapshot. Re-reads the row first so that a config change
+/// made meanwhile (auth methods) is kept; `config_revised_at` does not move (the tools of other
+/// connections are not stale because of it).
+async fn record_snapshot(inner: &Inner, slug: &str, hash: &str) -> EngineResult<()> {
+    let Some(mut record) = inner.store.get_integration(&inner.scope, slug).await? else {
+        return Ok(());
+    };
+    let mut config = GraphqlConfig::from_record(&record)?;
+    if config.schema_supplied {
+        return Ok(());
+    }
+    let previous = config.schema_hash.replace(hash.to_owned());
+    record.config =
+        serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
     inner
         .store
         .upsert_integration(&inner.scope, &record)
-        .await
-        .map_err(|e| e.to_string())?;
-    let schema = Arc::new(schema);
-    inner.documents.put_graphql_schema(&hash, schema.clone());
-    Ok(schema)
+        .await?;
+    if let Some(previous) = previous.filter(|p| p != hash) {
+        release_blob(inner, &previous).await?;
+    }
+    Ok(())
+}
+
+/// Deletes a snapshot blob that no integration's config names any more.
+async fn release_blob(inner: &Inner, hash: &str) -> EngineResult<()> {
+    let integrations = inner.store.list_integrations(&inner.scope).await?;
+    let used = integrations
+        .iter()
+        .any(|i| i.config.to_string().contains(hash));
+    if !used {
+        inner.store.delete_blob(&inner.scope, hash).await?;
+    }
+    Ok(())
 }
 
 /// Every query and mutation field becomes a tool of the connection.
@@ -144,7 +187,15 @@ pub(crate) async fn produce_tools(
     key: &ConnectionKey,
 ) -> Result<Produced, String> {
     let config = GraphqlConfig::from_record(integration).map_err(|e| e.to_string())?;
-    let schema = schema_for(inner, integration, &config, key).await?;
+    // A connection synced before asks again (a refresh, or the integration's config changed);
+    // a new one takes the snapshot when there is one.
+    let synced_before = inner
+        .store
+        .get_connection(&inner.scope, key)
+        .await
+        .map_err(|e| e.to_string())?
+        .is_some_and(|c| c.tools_synced_at.is_some());
+    let schema = schema_for(inner, integration, &config, key, synced_before).await?;
     let (tools, definitions) = executor_graphql::extract(&schema);
     let tools = tools
         .into_iter()
@@ -243,5 +294,425 @@ impl Connected {
             CALL_TIMEOUT,
         )
         .await
+    }
+}
+
+// ---- adding and configuring ---------------------------------------------------------------
+
+/// Input of adding a GraphQL endpoint (`POST /api/graphql/integrations`).
+#[derive(Debug, Clone, Default)]
+pub struct AddGraphqlIntegration {
+    pub endpoint: String,
+    pub slug: Option<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// A standard introspection result (`{"data":{"__schema":…}}` or `{"__schema":…}`), or that
+    /// JSON as text. When given, the endpoint is not dialled.
+    pub introspection_json: Option<Value>,
+    pub headers: BTreeMap<String, String>,
+    pub query_params: BTreeMap<String, String>,
+    /// Auth methods as the caller wrote them (slugs are assigned here). Default: none declared.
+    pub authentication_template: Vec<AuthMethodInput>,
+}
+
+/// What adding answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphqlIntegrationAdded {
+    pub slug: String,
+    pub name: String,
+}
+
+/// The public part of a GraphQL integration's config (never the snapshot).
+#[derive(Debug, Clone)]
+pub struct GraphqlConfigView {
+    pub endpoint: String,
+    pub name: String,
+    pub headers: BTreeMap<String, String>,
+    pub query_params: BTreeMap<String, String>,
+    pub authentication_template: Vec<AuthMethod>,
+}
+
+/// A GraphQL integration as `GET /api/graphql/integrations/:slug` shows it.
+#[derive(Debug, Clone)]
+pub struct GraphqlIntegrationView {
+    pub slug: String,
+    pub name: String,
+    pub description: String,
+    pub kind: String,
+    pub can_remove: bool,
+    pub can_refresh: bool,
+    pub config: GraphqlConfigView,
+    /// Whether a schema snapshot is stored (else the first connection introspects).
+    pub has_schema: bool,
+    /// Whether the snapshot came from a supplied introspection JSON.
+    pub schema_supplied: bool,
+}
+
+fn introspection_error(message: impl Into<String>) -> EngineError {
+    EngineError::GraphqlIntrospection {
+        message: message.into(),
+    }
+}
+
+/// The endpoint, or why it cannot be one.
+fn check_endpoint(endpoint: &str) -> EngineResult<reqwest::Url> {
+    let url = reqwest::Url::parse(endpoint).map_err(|e| {
+        introspection_error(format!(
+            "{endpoint:?} is not a valid GraphQL endpoint URL: {e}."
+        ))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(introspection_error(format!(
+            "{endpoint:?} is not an http(s) URL of a GraphQL endpoint."
+        )));
+    }
+    Ok(url)
+}
+
+/// Spec §8: the endpoint's hostname with non-alphanumerics as `_`, else `graphql`.
+fn default_slug(url: &reqwest::Url) -> String {
+    let host = url.host_str().map(slugify).unwrap_or_default();
+    if host.is_empty() {
+        "graphql".to_owned()
+    } else {
+        host
+    }
+}
+
+/// A caller's slug must survive the address grammar (`tools.<slug>.<owner>…`).
+fn check_slug(slug: &str) -> EngineResult<()> {
+    if slug
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        Ok(())
+    } else {
+        Err(EngineError::InvalidInput {
+            message: format!(
+                "slug {slug:?} may only hold letters, digits, `_` and `-` (it is part of tool addresses)."
+            ),
+        })
+    }
+}
+
+/// Reads a supplied introspection result offline.
+fn parse_supplied(json: &Value) -> EngineResult<executor_graphql::Schema> {
+    let parsed;
+    let json = match json {
+        Value::String(text) => {
+            parsed = serde_json::from_str::<Value>(text).map_err(|e| {
+                introspection_error(format!("introspectionJson is not valid JSON: {e}."))
+            })?;
+            &parsed
+        }
+        other => other,
+    };
+    executor_graphql::parse_introspection(json).map_err(|e| introspection_error(e.to_string()))
+}
+
+/// A schema must give at least one tool.
+fn check_fields(schema: &executor_graphql::Schema) -> EngineResult<()> {
+    let has_field = [&schema.query_type, &schema.mutation_type]
+        .into_iter()
+        .flatten()
+        .filter_map(|root| schema.get(root))
+        .any(|t| t.fields.iter().any(|f| !f.name.starts_with("__")));
+    if has_field {
+        Ok(())
+    } else {
+        Err(EngineError::GraphqlExtraction {
+            message: "The schema has no query or mutation fields to turn into tools.".to_owned(),
+        })
+    }
+}
+
+/// Six random base36 characters (merge-mode slugs `custom_<…>`).
+fn random_suffix() -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    (0..6)
+        .map(|_| DIGITS[rand::random_range(0..DIGITS.len())] as char)
+        .collect()
+}
+
+impl GraphqlConfig {
+    fn view(&self, record: &IntegrationRecord) -> GraphqlConfigView {
+        GraphqlConfigView {
+            endpoint: self.endpoint.clone(),
+            name: crate::IntegrationView::from_record(record).name,
+            headers: self.headers.clone(),
+            query_params: self.query_params.clone(),
+            authentication_template: self.authentication_template.clone(),
+        }
+    }
+}
+
+impl Engine {
+    /// Adds a GraphQL endpoint. With `introspection_json` the schema is read offline; otherwise
+    /// the endpoint is introspected without credentials first: a schema is stored as the
+    /// snapshot, an auth wall (401/403) is accepted (the first connection introspects with its
+    /// credentials), and anything else (not GraphQL, unreachable) is a
+    /// `GraphqlIntrospection` error with nothing stored.
+    pub async fn add_graphql_integration(
+        &self,
+        input: AddGraphqlIntegration,
+    ) -> EngineResult<GraphqlIntegrationAdded> {
+        let endpoint = input.endpoint.trim().to_owned();
+        let url = check_endpoint(&endpoint)?;
+        let slug = match input
+            .slug
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            Some(s) => {
+                check_slug(s)?;
+                s.to_owned()
+            }
+            None => default_slug(&url),
+        };
+        let authentication_template = assign_auth_slugs(input.authentication_template);
+        let exists = slug == crate::BUILTIN_INTEGRATION
+            || self
+                .inner
+                .store
+                .get_integration(&self.inner.scope, &slug)
+                .await?
+                .is_some();
+        if exists {
+            return Err(EngineError::IntegrationAlreadyExists { slug });
+        }
+
+        let (schema, supplied) = match &input.introspection_json {
+            Some(json) => (Some(parse_supplied(json)?), true),
+            None => {
+                match executor_graphql::introspect(
+                    &self.inner.http,
+                    &endpoint,
+                    &input.headers,
+                    &input.query_params,
+                )
+                .await
+                {
+                    Ok(schema) => (Some(schema), false),
+                    Err(GraphqlError::AuthRejected { status, .. }) => {
+                        tracing::info!(%endpoint, status, "GraphQL endpoint needs credentials to introspect; the first connection will");
+                        (None, false)
+                    }
+                    Err(e) => return Err(introspection_error(e.to_string())),
+                }
+            }
+        };
+        let schema_hash = match &schema {
+            Some(schema) => {
+                check_fields(schema)?;
+                let hash = store_schema(&self.inner, schema).await?;
+                Some(hash)
+            }
+            None => None,
+        };
+
+        let name = input
+            .name
+            .as_deref()
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map_or_else(|| slug.clone(), str::to_owned);
+        let config = GraphqlConfig {
+            endpoint,
+            name: name.clone(),
+            headers: input.headers,
+            query_params: input.query_params,
+            authentication_template,
+            schema_hash: schema_hash.clone(),
+            schema_supplied: supplied,
+        };
+        let now = now_ms();
+        let record = IntegrationRecord {
+            slug: slug.clone(),
+            plugin_id: PLUGIN_ID.to_owned(),
+            name: Some(name.clone()),
+            description: input
+                .description
+                .map(|d| d.trim().to_owned())
+                .filter(|d| !d.is_empty()),
+            config: serde_json::to_value(&config)
+                .map_err(|e| EngineError::Internal(e.to_string()))?,
+            can_remove: true,
+            can_refresh: true,
+            config_revised_at: Some(now),
+            created_at: now,
+            updated_at: now,
+        };
+        match self
+            .inner
+            .store
+            .insert_integration(&self.inner.scope, &record)
+            .await
+        {
+            Ok(()) => {}
+            Err(StoreError::AlreadyExists) => {
+                return Err(EngineError::IntegrationAlreadyExists { slug });
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if let (Some(hash), Some(schema)) = (schema_hash, schema) {
+            self.inner
+                .documents
+                .put_graphql_schema(&hash, Arc::new(schema));
+        }
+        self.catalog_changed();
+        Ok(GraphqlIntegrationAdded { slug, name })
+    }
+
+    /// The GraphQL integration `slug`, or `None` when unknown or of another kind.
+    async fn graphql_record(
+        &self,
+        slug: &str,
+    ) -> EngineResult<Option<(IntegrationRecord, GraphqlConfig)>> {
+        let Some(record) = self
+            .inner
+            .store
+            .get_integration(&self.inner.scope, slug)
+            .await?
+        else {
+            return Ok(None);
+        };
+        if record.plugin_id != PLUGIN_ID {
+            return Ok(None);
+        }
+        let config = GraphqlConfig::from_record(&record)?;
+        Ok(Some((record, config)))
+    }
+
+    /// `None` when the slug is unknown or not a GraphQL integration.
+    pub async fn get_graphql_integration(
+        &self,
+        slug: &str,
+    ) -> EngineResult<Option<GraphqlIntegrationView>> {
+        let Some((record, config)) = self.graphql_record(slug).await? else {
+            return Ok(None);
+        };
+        let view = crate::IntegrationView::from_record(&record);
+        Ok(Some(GraphqlIntegrationView {
+            config: config.view(&record),
+            slug: record.slug,
+            name: view.name,
+            description: view.description,
+            kind: record.plugin_id,
+            can_remove: record.can_remove,
+            can_refresh: record.can_refresh,
+            has_schema: config.schema_hash.is_some(),
+            schema_supplied: config.schema_supplied,
+        }))
+    }
+
+    /// The public config, or `None` when the slug is unknown or not a GraphQL integration.
+    pub async fn get_graphql_config(&self, slug: &str) -> EngineResult<Option<GraphqlConfigView>> {
+        Ok(self
+            .graphql_record(slug)
+            .await?
+            .map(|(record, config)| config.view(&record)))
+    }
+
+    /// Sets the integration's auth methods (`replace`), or merges them in (same slug replaces in
+    /// place, others are appended). Connections re-sync, as after any tool-affecting change.
+    /// Returns the stored methods.
+    pub async fn set_graphql_auth(
+        &self,
+        slug: &str,
+        methods: Vec<AuthMethodInput>,
+        replace: bool,
+    ) -> EngineResult<Vec<AuthMethod>> {
+        let (mut record, mut config) =
+            self.graphql_record(slug)
+                .await?
+                .ok_or_else(|| EngineError::IntegrationNotFound {
+                    slug: slug.to_owned(),
+                })?;
+        config.authentication_template = if replace {
+            assign_auth_slugs(methods)
+        } else {
+            merge_auth_methods(
+                std::mem::take(&mut config.authentication_template),
+                methods,
+                random_suffix,
+            )
+        };
+        let now = now_ms();
+        record.config =
+            serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
+        record.config_revised_at = Some(now);
+        record.updated_at = now;
+        self.inner
+            .store
+            .upsert_integration(&self.inner.scope, &record)
+            .await?;
+        self.catalog_changed();
+        Ok(config.authentication_template)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_and_endpoints() {
+        let url = |s: &str| check_endpoint(s).unwrap();
+        assert_eq!(
+            default_slug(&url("https://api.github.com/graphql")),
+            "api_github_com"
+        );
+        assert_eq!(default_slug(&url("http://127.0.0.1:8080/gql")), "127_0_0_1");
+        for bad in [
+            "not a url",
+            "ftp://example.com/graphql",
+            "file:///etc/passwd",
+        ] {
+            assert!(
+                matches!(
+                    check_endpoint(bad),
+                    Err(EngineError::GraphqlIntrospection { .. })
+                ),
+                "{bad}"
+            );
+        }
+        assert!(check_slug("shop-api_2").is_ok());
+        assert!(check_slug("has.dot").is_err());
+        assert!(check_slug("space d").is_err());
+        let suffix = random_suffix();
+        assert_eq!(suffix.len(), 6);
+        assert!(
+            suffix
+                .chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        );
+    }
+
+    #[test]
+    fn supplied_introspection_is_json_or_text() {
+        let json = serde_json::json!({"__schema": {
+            "queryType": {"name": "Query"},
+            "types": [{"kind": "OBJECT", "name": "Query", "fields": [
+                {"name": "hello", "args": [], "type": {"kind": "SCALAR", "name": "String"}}
+            ]}]
+        }});
+        let schema = parse_supplied(&json).unwrap();
+        assert!(check_fields(&schema).is_ok());
+        assert!(parse_supplied(&Value::String(json.to_string())).is_ok());
+        assert!(matches!(
+            parse_supplied(&Value::String("{oops".into())),
+            Err(EngineError::GraphqlIntrospection { .. })
+        ));
+        let empty = serde_json::json!({"__schema": {
+            "queryType": {"name": "Query"},
+            "types": [{"kind": "OBJECT", "name": "Query", "fields": [
+                {"name": "__typename", "args": [], "type": {"kind": "SCALAR", "name": "String"}}
+            ]}]
+        }});
+        assert!(matches!(
+            check_fields(&parse_supplied(&empty).unwrap()),
+            Err(EngineError::GraphqlExtraction { .. })
+        ));
     }
 }

@@ -11,8 +11,17 @@
 //! argument hash) is answered from the journal without being invoked, the call that paused gets
 //! the person's decision, and calls beyond the journal run live. A call that matches nothing
 //! before the pause point is reached means the code took another path: the execution fails.
+//!
+//! A call can pause more than once (its approval, then each elicitation its MCP server sends while
+//! it runs). Every answer is kept with the call (`pause.answers`: kind, decision, form content),
+//! so a call that runs again on a replay (it had not finished) is not asked again: its approval
+//! and its server's repeated elicitations are answered from there, in order, per kind.
+//!
+//! Shutdown: a paused execution is abandoned only once its calls that are not waiting for a
+//! person have finished and been journaled ([`Journal::close`], [`Journal::quiesce`]), so a call
+//! that already reached its tool is never sent again after the restart.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,7 +35,7 @@ use tokio::sync::mpsc;
 
 use crate::Inner;
 use crate::dispatch::ExecutionCtx;
-use crate::execution::{ExecEvent, PauseRequest, ResumeAction};
+use crate::execution::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 
 /// What a masked value is replaced with.
 pub(crate) const REDACTED: &str = "[REDACTED]";
@@ -36,33 +45,115 @@ tokio::task_local! {
     static CALL: CallMeta;
 }
 
-#[derive(Debug, Clone, Copy)]
-struct CallMeta {
+/// One answered pause of a call, kept in its journal entry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Answer {
+    /// `approval`, `form` or `url` ([`PauseKind::name`]).
+    kind: String,
+    action: ResumeAction,
+    content: Option<Value>,
+}
+
+impl Answer {
+    fn to_json(&self) -> Value {
+        let mut v = json!({"kind": self.kind, "decision": self.action.as_str()});
+        if let Some(content) = &self.content {
+            v["content"] = content.clone();
+        }
+        v
+    }
+
+    fn from_json(v: &Value) -> Option<Self> {
+        Some(Self {
+            kind: v.get("kind")?.as_str()?.to_owned(),
+            action: ResumeAction::parse(v.get("decision")?.as_str()?)?,
+            content: v.get("content").cloned(),
+        })
+    }
+}
+
+/// The answers a call already got before a restart (`pause.answers`; older journals only have
+/// the `decision` of an approval).
+fn stored_answers(pause: Option<&Value>) -> VecDeque<Answer> {
+    let Some(pause) = pause else {
+        return VecDeque::new();
+    };
+    match pause.get("answers").and_then(Value::as_array) {
+        Some(answers) => answers.iter().filter_map(Answer::from_json).collect(),
+        None => pause
+            .get("decision")
+            .and_then(Value::as_str)
+            .and_then(ResumeAction::parse)
+            .map(|action| Answer {
+                kind: PauseKind::Approval.name().to_owned(),
+                action,
+                content: None,
+            })
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// The journaled call a dispatch (or an elicitation of its MCP server) belongs to.
+#[derive(Debug, Clone)]
+pub(crate) struct CallMeta {
     seq: i64,
-    /// The person already accepted this call (a replayed pause): the approval is not asked again.
-    pre_approved: bool,
+    /// Answers given before a restart, not yet used by this run: its pauses take them, by kind
+    /// and in order, instead of asking again.
+    answers: Arc<Mutex<VecDeque<Answer>>>,
+}
+
+impl CallMeta {
+    fn take_answer(&self, kind: &str) -> Option<Answer> {
+        let mut answers = lock(&self.answers);
+        let at = answers.iter().position(|a| a.kind == kind)?;
+        answers.remove(at)
+    }
+}
+
+/// The call the current task runs for, if any.
+pub(crate) fn current_call() -> Option<CallMeta> {
+    CALL.try_with(Clone::clone).ok()
 }
 
 /// An event on an execution's channel, with the journal seq of the call that paused.
 pub(crate) type Event = (Option<i64>, ExecEvent);
 
-/// Where the dispatcher sends a pause. A call that was accepted before a restart is answered
-/// here at once instead of pausing again.
-pub(crate) struct PauseSink(mpsc::UnboundedSender<Event>);
+/// Where the dispatcher sends a pause. A pause a call already had answered before a restart is
+/// answered here at once instead of pausing again.
+#[derive(Clone)]
+pub(crate) struct PauseSink {
+    tx: mpsc::UnboundedSender<Event>,
+    journal: Arc<Journal>,
+}
 
 impl PauseSink {
-    pub(crate) fn new(tx: mpsc::UnboundedSender<Event>) -> Self {
-        Self(tx)
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Event>, journal: Arc<Journal>) -> Self {
+        Self { tx, journal }
     }
 
+    /// A pause of the call the current task runs for.
     pub(crate) fn send(&self, event: ExecEvent) -> Result<(), ()> {
-        let meta = CALL.try_with(|m| *m).ok();
+        self.send_as(current_call().as_ref(), event)
+    }
+
+    /// A pause of call `meta` (elicitations arrive on the MCP session's task, not the call's).
+    pub(crate) fn send_as(&self, meta: Option<&CallMeta>, event: ExecEvent) -> Result<(), ()> {
         match event {
-            ExecEvent::Paused(request) if meta.is_some_and(|m| m.pre_approved) => {
-                let _ = request.respond.send((ResumeAction::Accept, None));
-                Ok(())
+            ExecEvent::Paused(request) => {
+                if let Some(answer) = meta.and_then(|m| m.take_answer(request.kind.name())) {
+                    let _ = request.respond.send((answer.action, answer.content));
+                    return Ok(());
+                }
+                let seq = meta.map(|m| m.seq);
+                if let Some(seq) = seq {
+                    self.journal.waiting_on(seq, true);
+                }
+                self.tx
+                    .send((seq, ExecEvent::Paused(request)))
+                    .map_err(|_| ())
             }
-            event => self.0.send((meta.map(|m| m.seq), event)).map_err(|_| ()),
+            event => self.tx.send((meta.map(|m| m.seq), event)).map_err(|_| ()),
         }
     }
 }
@@ -72,7 +163,10 @@ struct Replay {
     /// Stored calls in seq order, with whether this run has matched them yet.
     entries: Vec<(ExecutionCallRecord, bool)>,
     pending_seq: Option<i64>,
+    /// What the pending pause asked (`approval` for journals that predate elicitations).
+    pending_kind: String,
     decision: ResumeAction,
+    content: Option<Value>,
     pending_reached: bool,
 }
 
@@ -88,6 +182,10 @@ struct State {
     expires_at: Option<i64>,
     replay: Option<Replay>,
     diverged: Option<String>,
+    /// Calls running live, until their outcome is journaled.
+    in_flight: BTreeSet<i64>,
+    /// Calls waiting for a person's answer to one of their pauses.
+    waiting: BTreeSet<i64>,
 }
 
 pub(crate) struct Journal {
@@ -102,14 +200,31 @@ pub(crate) struct Journal {
     writes: tokio::sync::Mutex<()>,
     /// Shut down or expired: nothing more is written.
     detached: AtomicBool,
+    /// Shutting down: calls issued from now on are held until the execution is abandoned.
+    closing: AtomicBool,
+    /// Becomes `true` when the execution is abandoned (held calls end).
+    abandoned: tokio::sync::watch::Sender<bool>,
+    /// Fires when a call ends or starts waiting for a person (see [`Journal::quiesce`]).
+    settled: tokio::sync::Notify,
 }
 
 /// How one call is answered.
 enum Plan {
-    Live { pre_approved: bool },
+    /// Runs; its pauses take these answers first (given before a restart).
+    Live {
+        answers: VecDeque<Answer>,
+    },
     Replayed(HostReply),
     Refused(String),
     Diverged(String),
+}
+
+impl Plan {
+    fn live() -> Self {
+        Plan::Live {
+            answers: VecDeque::new(),
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -135,23 +250,37 @@ impl Journal {
                 expires_at: None,
                 replay: None,
                 diverged: None,
+                in_flight: BTreeSet::new(),
+                waiting: BTreeSet::new(),
             }),
             writes: tokio::sync::Mutex::new(()),
             detached: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            abandoned: tokio::sync::watch::channel(false).0,
+            settled: tokio::sync::Notify::new(),
         })
     }
 
-    /// A paused execution read back from the store, to be re-run with `decision` for its pause.
+    /// A paused execution read back from the store, to be re-run with `decision` (and the form
+    /// `content` of an elicitation) for its pause.
     pub(crate) fn restored(
         rec: ExecutionRecord,
         calls: Vec<ExecutionCallRecord>,
         decision: ResumeAction,
+        content: Option<Value>,
     ) -> Arc<Self> {
         let pending_seq = rec
             .pending
             .as_ref()
             .and_then(|p| p.get("seq"))
             .and_then(Value::as_i64);
+        let pending_kind = rec
+            .pending
+            .as_ref()
+            .and_then(|p| p.get("kind"))
+            .and_then(Value::as_str)
+            .unwrap_or(PauseKind::Approval.name())
+            .to_owned();
         let clock_replay = rec
             .clock
             .as_array()
@@ -180,13 +309,20 @@ impl Journal {
                 replay: Some(Replay {
                     entries: calls.into_iter().map(|c| (c, false)).collect(),
                     pending_seq,
+                    pending_kind,
                     decision,
+                    content,
                     pending_reached: false,
                 }),
                 diverged: None,
+                in_flight: BTreeSet::new(),
+                waiting: BTreeSet::new(),
             }),
             writes: tokio::sync::Mutex::new(()),
             detached: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            abandoned: tokio::sync::watch::channel(false).0,
+            settled: tokio::sync::Notify::new(),
         })
     }
 
@@ -205,9 +341,61 @@ impl Journal {
         lock(&self.state).persisted
     }
 
-    /// Stops all further writes (the execution was shut down or expired).
+    /// Stops all further writes (the execution was shut down or expired); calls held by
+    /// [`Journal::close`] end.
     pub(crate) fn detach(&self) {
         self.detached.store(true, Ordering::Release);
+        self.abandoned.send_replace(true);
+    }
+
+    /// The process is stopping: calls the code issues from now on are held (never sent, never
+    /// journaled), so they run after the restart instead.
+    pub(crate) fn close(&self) {
+        self.closing.store(true, Ordering::Release);
+    }
+
+    /// Waits until every call in flight is either journaled or waiting for a person, or until
+    /// `deadline`. Returns whether it got there.
+    pub(crate) async fn quiesce(&self, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let settled = self.settled.notified();
+            {
+                let st = lock(&self.state);
+                if st.in_flight.is_subset(&st.waiting) {
+                    return true;
+                }
+            }
+            if tokio::time::timeout_at(deadline, settled).await.is_err() {
+                let st = lock(&self.state);
+                return st.in_flight.is_subset(&st.waiting);
+            }
+        }
+    }
+
+    /// Call `seq` waits (`true`) or no longer waits for a person's answer.
+    pub(crate) fn waiting_on(&self, seq: i64, waiting: bool) {
+        {
+            let mut st = lock(&self.state);
+            if waiting {
+                st.waiting.insert(seq);
+            } else {
+                st.waiting.remove(&seq);
+            }
+        }
+        self.settled.notify_waiters();
+    }
+
+    fn started(&self, seq: i64) {
+        lock(&self.state).in_flight.insert(seq);
+    }
+
+    fn ended(&self, seq: i64) {
+        {
+            let mut st = lock(&self.state);
+            st.in_flight.remove(&seq);
+            st.waiting.remove(&seq);
+        }
+        self.settled.notify_waiters();
     }
 
     /// A diverged replay fails the execution whatever the code made of the rejection.
@@ -232,12 +420,27 @@ impl Journal {
             if let Some((call, used)) = found {
                 *used = true;
                 let seq = call.seq;
+                let mut answers = stored_answers(call.pause.as_ref());
                 if Some(seq) == replay.pending_seq {
                     replay.pending_reached = true;
+                    let approval = replay.pending_kind == PauseKind::Approval.name();
                     let plan = match replay.decision {
-                        ResumeAction::Accept => Plan::Live { pre_approved: true },
-                        ResumeAction::Decline => Plan::Refused(declined(path, "declined")),
-                        ResumeAction::Cancel => Plan::Refused(declined(path, "cancelled")),
+                        ResumeAction::Decline if approval => {
+                            Plan::Refused(declined(path, "declined"))
+                        }
+                        ResumeAction::Cancel if approval => {
+                            Plan::Refused(declined(path, "cancelled"))
+                        }
+                        // An approval accepted, or an elicitation answered whatever the answer
+                        // (its server hears it): the call runs again and gets it.
+                        decision => {
+                            answers.push_back(Answer {
+                                kind: replay.pending_kind.clone(),
+                                action: decision,
+                                content: replay.content.clone(),
+                            });
+                            Plan::Live { answers }
+                        }
                     };
                     return (seq, plan, None);
                 }
@@ -245,14 +448,8 @@ impl Journal {
                     return (seq, Plan::Replayed(reply), None);
                 }
                 // In flight when the execution was saved: it runs again, without asking the
-                // person again when they had already accepted it.
-                let pre_approved = call
-                    .pause
-                    .as_ref()
-                    .and_then(|p| p.get("decision"))
-                    .and_then(Value::as_str)
-                    == Some(ResumeAction::Accept.as_str());
-                return (seq, Plan::Live { pre_approved }, None);
+                // person again what they had already answered.
+                return (seq, Plan::Live { answers }, None);
             }
             if replay.pending_seq.is_some() && !replay.pending_reached {
                 let message = format!(
@@ -277,13 +474,7 @@ impl Journal {
         };
         st.calls.insert(seq, record.clone());
         let write = st.persisted.then_some(record);
-        (
-            seq,
-            Plan::Live {
-                pre_approved: false,
-            },
-            write,
-        )
+        (seq, Plan::live(), write)
     }
 
     /// Records the reply of call `seq`; returns the record to write through when saved.
@@ -358,9 +549,18 @@ impl Journal {
         let pending = pending_json(seq, request);
         self.save(inner, |st| {
             if let Some(call) = seq.and_then(|s| st.calls.get_mut(&s)) {
+                // Earlier answers of this call stay: a replay gives them back.
+                let answers = call
+                    .pause
+                    .as_ref()
+                    .and_then(|p| p.get("answers"))
+                    .cloned()
+                    .unwrap_or_else(|| json!([]));
                 call.pause = Some(json!({
                     "message": request.message,
                     "address": request.address,
+                    "kind": request.kind.name(),
+                    "answers": answers,
                 }));
             }
             st.status = ExecutionStatus::Paused;
@@ -371,18 +571,34 @@ impl Journal {
         .await;
     }
 
-    /// The person answered; the execution runs again.
+    /// The person answered (`content`: the form they filled in); the execution runs again.
     pub(crate) async fn persist_running(
         &self,
         inner: &Inner,
         seq: Option<i64>,
+        kind: &PauseKind,
         action: ResumeAction,
+        content: Option<&Value>,
     ) {
+        if let Some(seq) = seq {
+            self.waiting_on(seq, false);
+        }
+        let answer = Answer {
+            kind: kind.name().to_owned(),
+            action,
+            content: content.cloned(),
+        };
         self.save(inner, |st| {
             if let Some(call) = seq.and_then(|s| st.calls.get_mut(&s))
                 && let Some(Value::Object(pause)) = call.pause.as_mut()
             {
                 pause.insert("decision".into(), json!(action.as_str()));
+                match pause.get_mut("answers") {
+                    Some(Value::Array(answers)) => answers.push(answer.to_json()),
+                    _ => {
+                        pause.insert("answers".into(), json!([answer.to_json()]));
+                    }
+                }
             }
             st.status = ExecutionStatus::Running;
             st.pending = None;
@@ -443,7 +659,21 @@ pub(crate) async fn call(
     args: Value,
 ) -> HostReply {
     let journal = ctx.journal.clone();
+    if journal.closing.load(Ordering::Acquire) {
+        // The process is stopping: this call runs after the restart, on the replay.
+        let mut abandoned = journal.abandoned.subscribe();
+        let _ = abandoned.wait_for(|gone| *gone).await;
+        return HostReply::Reject("The execution was stopped by a server shutdown.".to_owned());
+    }
     let (seq, plan, write) = journal.issue(&path, &args);
+    let live = matches!(plan, Plan::Live { .. });
+    if live {
+        journal.started(seq);
+    }
+    let _ended = live.then(|| Ended {
+        journal: journal.clone(),
+        seq,
+    });
     if let Some(record) = write {
         journal.write_call(&inner, record).await;
     }
@@ -452,8 +682,11 @@ pub(crate) async fn call(
         Plan::Replayed(reply) => return reply,
         Plan::Diverged(message) => return HostReply::Reject(message),
         Plan::Refused(message) => HostReply::Reject(message),
-        Plan::Live { pre_approved } => {
-            let meta = CallMeta { seq, pre_approved };
+        Plan::Live { answers } => {
+            let meta = CallMeta {
+                seq,
+                answers: Arc::new(Mutex::new(answers)),
+            };
             CALL.scope(
                 meta,
                 crate::dispatch::dispatch(inner.clone(), ctx, path, args),
@@ -465,6 +698,18 @@ pub(crate) async fn call(
         journal.write_call(&inner, record).await;
     }
     reply
+}
+
+/// Marks a live call ended once its outcome is journaled (or it was dropped).
+struct Ended {
+    journal: Arc<Journal>,
+    seq: i64,
+}
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.journal.ended(self.seq);
+    }
 }
 
 /// The message of a call that was declined or cancelled (the dispatcher's wording).
@@ -507,12 +752,21 @@ pub(crate) fn completed_from_json(value: &Value) -> Option<Completed> {
 
 /// The stored pending interaction: what the paused view is rebuilt from after a restart.
 fn pending_json(seq: Option<i64>, request: &PauseRequest) -> Value {
-    json!({
+    let mut pending = json!({
         "seq": seq,
         "message": request.message,
         "address": request.address,
         "args": redact(&request.args),
-    })
+        "kind": request.kind.name(),
+    });
+    match &request.kind {
+        PauseKind::Approval => {}
+        PauseKind::Form { requested_schema } => {
+            pending["requestedSchema"] = requested_schema.clone();
+        }
+        PauseKind::Url { url } => pending["url"] = json!(url),
+    }
+    pending
 }
 
 /// Salted SHA-256 of the path and the unredacted arguments (replay matches on it; the salt is
@@ -628,6 +882,15 @@ mod tests {
     }
 
     fn restored(decision: ResumeAction) -> Arc<Journal> {
+        restored_with(decision, None, json!({"seq": 2}), None)
+    }
+
+    fn restored_with(
+        decision: ResumeAction,
+        content: Option<Value>,
+        pending: Value,
+        inflight_pause: Option<Value>,
+    ) -> Arc<Journal> {
         let rec = ExecutionRecord {
             id: "exec_x".into(),
             code: String::new(),
@@ -641,7 +904,7 @@ mod tests {
             duration_ms: None,
             tool_calls: 3,
             clock: json!([5.0, 6.0]),
-            pending: Some(json!({"seq": 2})),
+            pending: Some(pending),
             outcome: None,
         };
         let calls = vec![
@@ -654,9 +917,27 @@ mod tests {
             ),
             stored(9, 1, "a.c", &json!({}), Some(json!({"reject": "nope"}))),
             stored(9, 2, "a.gated", &json!({"n": 1}), None),
-            stored(9, 3, "a.inflight", &json!({}), None),
+            ExecutionCallRecord {
+                pause: inflight_pause,
+                ..stored(9, 3, "a.inflight", &json!({}), None)
+            },
         ];
-        Journal::restored(rec, calls, decision)
+        Journal::restored(rec, calls, decision, content)
+    }
+
+    fn answers(plan: &Plan) -> Vec<Answer> {
+        match plan {
+            Plan::Live { answers } => answers.iter().cloned().collect(),
+            _ => panic!("not live"),
+        }
+    }
+
+    fn approval(action: ResumeAction) -> Answer {
+        Answer {
+            kind: "approval".into(),
+            action,
+            content: None,
+        }
     }
 
     #[test]
@@ -673,24 +954,14 @@ mod tests {
         assert_eq!(seq, 0);
         // In flight at the pause: runs again under its seq.
         let (seq, plan, _) = j.issue("a.inflight", &json!({}));
-        assert!(matches!(
-            plan,
-            Plan::Live {
-                pre_approved: false
-            }
-        ));
+        assert_eq!(answers(&plan), []);
         assert_eq!(seq, 3);
         let (seq, plan, _) = j.issue("a.gated", &json!({"n": 1}));
-        assert!(matches!(plan, Plan::Live { pre_approved: true }));
+        assert_eq!(answers(&plan), [approval(ResumeAction::Accept)]);
         assert_eq!(seq, 2);
         // Beyond the journal: live, new seqs, written through (the row exists).
         let (seq, plan, write) = j.issue("a.b", &json!({"n": 1}));
-        assert!(matches!(
-            plan,
-            Plan::Live {
-                pre_approved: false
-            }
-        ));
+        assert_eq!(answers(&plan), []);
         assert_eq!(seq, 4);
         assert_eq!(write.map(|w| w.seq), Some(4));
         assert!(j.finish_output(RunOutput::default()).error.is_none());
@@ -711,6 +982,107 @@ mod tests {
         });
         assert!(out.result.is_none());
         assert!(out.error.unwrap().contains("different path"));
+    }
+
+    #[test]
+    fn answered_pauses_come_back_to_the_call_that_runs_again() {
+        // The pending pause is an elicitation of the gated call, whose approval was accepted:
+        // the call gets its approval and then the new answer, content included; even a decline
+        // goes to the server (the call is not refused).
+        let pending = json!({"seq": 2, "kind": "form", "requestedSchema": {"type": "object"}});
+        for decision in [ResumeAction::Accept, ResumeAction::Decline] {
+            let content = Some(json!({"reason": "old"}));
+            let inflight = json!({"kind": "form", "decision": "accept", "answers": [
+                {"kind": "approval", "decision": "accept"},
+                {"kind": "form", "decision": "accept", "content": {"x": 1}},
+            ]});
+            let j = restored_with(decision, content.clone(), pending.clone(), Some(inflight));
+            let (_, plan, _) = j.issue("a.gated", &json!({"n": 1}));
+            assert_eq!(
+                answers(&plan),
+                [Answer {
+                    kind: "form".into(),
+                    action: decision,
+                    content: content.clone()
+                }]
+            );
+            // A call in flight at the pause gets all it was given, in order.
+            let (_, plan, _) = j.issue("a.inflight", &json!({}));
+            assert_eq!(
+                answers(&plan),
+                [
+                    approval(ResumeAction::Accept),
+                    Answer {
+                        kind: "form".into(),
+                        action: ResumeAction::Accept,
+                        content: Some(json!({"x": 1}))
+                    }
+                ]
+            );
+        }
+        // Older journals: an accepted approval is a `decision` only.
+        let j = restored_with(
+            ResumeAction::Accept,
+            None,
+            json!({"seq": 2}),
+            Some(json!({"decision": "accept"})),
+        );
+        let (_, plan, _) = j.issue("a.inflight", &json!({}));
+        assert_eq!(answers(&plan), [approval(ResumeAction::Accept)]);
+    }
+
+    #[test]
+    fn a_call_takes_stored_answers_by_kind_in_order() {
+        let meta = CallMeta {
+            seq: 0,
+            answers: Arc::new(Mutex::new(
+                [
+                    approval(ResumeAction::Accept),
+                    Answer {
+                        kind: "form".into(),
+                        action: ResumeAction::Decline,
+                        content: None,
+                    },
+                    Answer {
+                        kind: "form".into(),
+                        action: ResumeAction::Accept,
+                        content: Some(json!({})),
+                    },
+                ]
+                .into(),
+            )),
+        };
+        assert_eq!(
+            meta.take_answer("form").map(|a| a.action),
+            Some(ResumeAction::Decline)
+        );
+        assert_eq!(meta.take_answer("url"), None);
+        assert_eq!(
+            meta.take_answer("approval").map(|a| a.action),
+            Some(ResumeAction::Accept)
+        );
+        assert_eq!(
+            meta.take_answer("form").map(|a| a.action),
+            Some(ResumeAction::Accept)
+        );
+        assert_eq!(meta.take_answer("form"), None);
+    }
+
+    #[tokio::test]
+    async fn quiesce_waits_for_running_calls_not_for_waiting_ones() {
+        let j = Journal::fresh("exec_q".into(), String::new(), false);
+        j.started(0);
+        j.started(1);
+        j.waiting_on(1, true);
+        let soon = tokio::time::Instant::now() + Duration::from_millis(50);
+        assert!(!j.quiesce(soon).await, "call 0 still runs");
+        let j2 = j.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            j2.ended(0);
+        });
+        let later = tokio::time::Instant::now() + Duration::from_secs(5);
+        assert!(j.quiesce(later).await);
     }
 
     #[test]

@@ -161,10 +161,14 @@ pub(crate) fn binding(tool: &ToolRecord) -> Result<&Value, Box<ToolError>> {
 #[derive(Default)]
 pub(crate) struct Documents {
     graphql: std::sync::Mutex<Vec<(String, Arc<executor_graphql::Schema>)>>,
+    /// OpenAPI specs compiled to tools, keyed by (spec hash, overrides, spec URL).
+    openapi: std::sync::Mutex<Vec<(String, Arc<executor_openapi::Extraction>)>>,
 }
 
 /// Schemas kept parsed; more are evicted oldest first.
 const MAX_PARSED_SCHEMAS: usize = 8;
+/// Compiled OpenAPI specs kept (a large one holds tens of MiB); more are evicted oldest first.
+const MAX_COMPILED_SPECS: usize = 4;
 
 impl Documents {
     pub(crate) fn graphql_schema(&self, hash: &str) -> Option<Arc<executor_graphql::Schema>> {
@@ -184,5 +188,33 @@ impl Documents {
             cached.remove(0);
         }
         cached.push((hash.to_owned(), schema));
+    }
+}
+
+impl Documents {
+    pub(crate) fn openapi_extraction(
+        &self,
+        key: &str,
+    ) -> Option<Arc<executor_openapi::Extraction>> {
+        let cached = self.openapi.lock().unwrap_or_else(|p| p.into_inner());
+        cached
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, e)| e.clone())
+    }
+
+    pub(crate) fn put_openapi_extraction(
+        &self,
+        key: &str,
+        extraction: Arc<executor_openapi::Extraction>,
+    ) {
+        let mut cached = self.openapi.lock().unwrap_or_else(|p| p.into_inner());
+        if cached.iter().any(|(k, _)| k == key) {
+            return;
+        }
+        if cached.len() >= MAX_COMPILED_SPECS {
+            cached.remove(0);
+        }
+        cached.push((key.to_owned(), extraction));
     }
 }

@@ -6,15 +6,18 @@ mod builtins;
 mod catalog;
 mod credentials;
 mod dispatch;
+mod elicitation;
 mod error;
 mod execution;
 mod graphql_plugin;
+mod health;
 mod history;
 mod journal;
 mod kinds;
 mod mcp_plugin;
 mod openapi_plugin;
 mod policies;
+mod tool_cache;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +34,15 @@ pub use catalog::{
 pub use error::{EngineError, EngineResult};
 pub use execution::{ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ResumeAction};
 pub use executor_store::{ExecutionStatus, ExecutionSummary};
+pub use graphql_plugin::{
+    AddGraphqlIntegration, GraphqlConfigView, GraphqlIntegrationAdded, GraphqlIntegrationView,
+};
+pub use health::{HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection};
 pub use mcp_plugin::{AddMcpServer, McpAuthShorthand, McpServerView, ProbeView};
+pub use openapi_plugin::{
+    AddOpenApiSpec, AddedOpenApiSpec, AuthTemplateMode, OpenApiConfigView, OpenApiIntegrationView,
+    OpenApiPreview, OpenApiSpecSource, OpenApiSpecUpdate,
+};
 pub use policies::PolicyView;
 
 /// Everything the engine needs to start. No `Default`: the binary decides.
@@ -103,6 +114,7 @@ pub(crate) struct Inner {
     pub(crate) search_index: builtins::IndexCache,
     pub(crate) freshness: catalog::Freshness,
     pub(crate) policies: policies::PolicyCache,
+    pub(crate) tool_cache: tool_cache::ToolCache,
 }
 
 /// Timeouts are per call (the kinds set them). Redirects are followed as `fetch` would.
@@ -140,6 +152,7 @@ impl Engine {
             search_index: builtins::IndexCache::default(),
             freshness: catalog::Freshness::default(),
             policies: policies::PolicyCache::default(),
+            tool_cache: tool_cache::ToolCache::default(),
         });
         mcp_plugin::watch_list_changed(&inner);
         execution::spawn_sweeper(&inner);
@@ -176,7 +189,10 @@ impl Engine {
     /// Abandons live paused executions (they stay paused in the store, resumable by the next
     /// process) and closes every downstream session.
     pub async fn shutdown(&self) {
-        self.inner.executions.clear();
+        self.inner
+            .executions
+            .shutdown(execution::SHUTDOWN_CALL_GRACE)
+            .await;
         self.inner.history.flush().await;
         self.inner.mcp.shutdown().await;
     }

@@ -492,12 +492,20 @@ pub(crate) async fn call(
         .and_then(Value::as_str)
         .unwrap_or(&tool.name)
         .to_owned();
+    // The server's elicitations during this call pause the execution like an approval.
+    let elicitor = crate::elicitation::for_call(ctx, address.to_string(), &args);
     let arguments = match args {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
     };
     let result = scope
-        .call_tool(&resolved.key, &resolved.target, &real_name, arguments)
+        .call_tool_with(
+            &resolved.key,
+            &resolved.target,
+            &real_name,
+            arguments,
+            Some(elicitor),
+        )
         .await;
     match result {
         Ok(result) => {

@@ -2,17 +2,19 @@
 //! blob), producing a connection's tools from the spec, and calling an operation with the
 //! connection's credentials.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-use executor_core::auth::AuthMethod;
-use executor_core::{ToolError, ToolOutcome};
-use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
+use executor_core::auth::{AuthMethod, AuthMethodInput, assign_auth_slugs, merge_auth_methods};
+use executor_core::{ToolError, ToolOutcome, now_ms, slugify};
+use executor_openapi::{Extraction, ExtractionFailure, OpenApiError, Spec};
+use executor_store::{ConnectionKey, IntegrationRecord, StoreError, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::Inner;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::{Produced, binding};
+use crate::{Engine, Inner};
 
 pub(crate) const PLUGIN_ID: &str = "openapi";
 
@@ -38,6 +40,9 @@ pub(crate) struct OpenApiConfig {
     pub(crate) spec_overrides: Option<Value>,
     #[serde(default)]
     pub(crate) authentication_template: Vec<AuthMethod>,
+    /// The declared health check (`HealthCheckSpec`, spec §1.8), core-owned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) health_check: Option<Value>,
 }
 
 impl OpenApiConfig {
@@ -62,25 +67,62 @@ pub(crate) fn display_url(config: &Value) -> Option<String> {
     config.base_url.or(config.spec_url)
 }
 
-/// Reads the stored spec (with its overrides applied) into the model.
-pub(crate) async fn load_spec(
-    inner: &Inner,
-    config: &OpenApiConfig,
-) -> Result<executor_openapi::Spec, String> {
+async fn spec_text(inner: &Inner, hash: &str) -> Result<String, String> {
     let bytes = inner
         .store
-        .get_blob(&inner.scope, &config.spec_hash)
+        .get_blob(&inner.scope, hash)
         .await
         .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("the stored spec {} is missing", config.spec_hash))?;
-    let text = String::from_utf8(bytes).map_err(|_| "the stored spec is not UTF-8".to_owned())?;
-    let mut spec =
-        executor_openapi::parse_spec_with_overrides(&text, config.spec_overrides.as_ref())
-            .map_err(|e| e.to_string())?;
-    if let Some(url) = &config.spec_url {
+        .ok_or_else(|| format!("the stored spec {hash} is missing"))?;
+    String::from_utf8(bytes).map_err(|_| "the stored spec is not UTF-8".to_owned())
+}
+
+/// Text → spec: overrides applied, relative servers resolved against the spec's URL.
+fn parse(text: &str, overrides: Option<&Value>, url: Option<&str>) -> Result<Spec, OpenApiError> {
+    let mut spec = executor_openapi::parse_spec_with_overrides(text, overrides)?;
+    if let Some(url) = url {
         executor_openapi::resolve_relative_servers(&mut spec, url);
     }
     Ok(spec)
+}
+
+/// What a stored spec compiles to depends on its text, its overrides and where it came from.
+fn compile_key(hash: &str, overrides: Option<&Value>, url: Option<&str>) -> String {
+    format!(
+        "{hash}\u{1f}{}\u{1f}{}",
+        url.unwrap_or(""),
+        overrides.map(Value::to_string).unwrap_or_default()
+    )
+}
+
+/// The integration's tools, compiled once per process per (spec, overrides, URL): every
+/// connection of an integration shares one extraction.
+pub(crate) async fn compiled(
+    inner: &Inner,
+    config: &OpenApiConfig,
+) -> Result<Arc<Extraction>, String> {
+    let key = compile_key(
+        &config.spec_hash,
+        config.spec_overrides.as_ref(),
+        config.spec_url.as_deref(),
+    );
+    if let Some(hit) = inner.documents.openapi_extraction(&key) {
+        return Ok(hit);
+    }
+    let text = spec_text(inner, &config.spec_hash).await?;
+    let overrides = config.spec_overrides.clone();
+    let url = config.spec_url.clone();
+    let extraction = tokio::task::spawn_blocking(move || {
+        parse(&text, overrides.as_ref(), url.as_deref())
+            .map(|spec| Arc::new(executor_openapi::extract(&spec)))
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())??;
+    inner
+        .documents
+        .put_openapi_extraction(&key, extraction.clone());
+    Ok(extraction)
 }
 
 /// Every operation of the spec becomes a tool of the connection; its binding is stored with it.
@@ -90,30 +132,29 @@ pub(crate) async fn produce_tools(
     key: &ConnectionKey,
 ) -> Result<Produced, String> {
     let config = OpenApiConfig::from_record(integration).map_err(|e| e.to_string())?;
-    let spec = load_spec(inner, &config).await?;
-    let extraction = executor_openapi::extract(&spec);
-    for failure in &extraction.failures {
-        tracing::warn!(integration = %key.integration, operation = %failure.operation, message = %failure.message, "operation skipped");
-    }
+    let extraction = compiled(inner, &config).await?;
     let tools = extraction
         .tools
-        .into_iter()
+        .iter()
         .map(|t| ToolRecord {
             integration: key.integration.clone(),
             owner: key.owner,
             connection: key.name.clone(),
             plugin_id: PLUGIN_ID.to_owned(),
-            name: t.name,
-            description: t.description,
-            input_schema: Some(t.input_schema),
-            output_schema: t.output_schema,
-            annotations: Some(annotations(t.requires_approval, t.approval_description)),
-            binding: Some(t.binding),
+            name: t.name.clone(),
+            description: t.description.clone(),
+            input_schema: Some(t.input_schema.clone()),
+            output_schema: t.output_schema.clone(),
+            annotations: Some(annotations(
+                t.requires_approval,
+                t.approval_description.clone(),
+            )),
+            binding: Some(t.binding.clone()),
         })
         .collect();
     Ok(Produced {
         tools,
-        definitions: extraction.definitions,
+        definitions: extraction.definitions.clone(),
     })
 }
 
@@ -141,22 +182,43 @@ pub(crate) async fn connect(
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
         };
-    // Static integration values first, then the connection's auth placements.
+    Ok(Ok(connected_with(config, credentials.rendered)))
+}
+
+/// Call settings from the config and rendered credentials: static integration values first,
+/// then the connection's auth placements.
+pub(crate) fn connected_with(
+    config: OpenApiConfig,
+    rendered: executor_core::auth::Rendered,
+) -> Connected {
     let mut headers = config.headers;
-    headers.extend(credentials.rendered.headers);
+    headers.extend(rendered.headers);
     let mut query = config.query_params;
-    query.extend(credentials.rendered.query);
-    Ok(Ok(Connected {
+    query.extend(rendered.query);
+    Connected {
         call: executor_openapi::CallConfig {
             base_url: config.base_url,
             headers,
             query,
             ..executor_openapi::CallConfig::default()
         },
-    }))
+    }
 }
 
 impl Connected {
+    /// Calls an operation by its binding (health probes, which have no stored tool row).
+    pub(crate) async fn invoke_binding(
+        &self,
+        inner: &Inner,
+        binding: &Value,
+        args: Value,
+    ) -> ToolOutcome {
+        if let Err(e) = executor_openapi::validate_args(binding, &args) {
+            return ToolOutcome::Err(e);
+        }
+        executor_openapi::invoke(&inner.http, binding, args, &self.call).await
+    }
+
     pub(crate) fn validate(&self, tool: &ToolRecord, args: &Value) -> Result<(), Box<ToolError>> {
         executor_openapi::validate_args(binding(tool)?, args).map_err(Box::new)
     }
@@ -172,5 +234,607 @@ impl Connected {
             Err(e) => return ToolOutcome::Err(*e),
         };
         executor_openapi::invoke(&inner.http, binding, args, &self.call).await
+    }
+}
+
+// ---- managing OpenAPI integrations ------------------------------------------------------------
+
+/// Where a spec comes from.
+#[derive(Debug, Clone)]
+pub enum OpenApiSpecSource {
+    /// Fetched (and re-fetched on update) from this URL.
+    Url(String),
+    /// Pasted JSON or YAML text.
+    Text(String),
+}
+
+impl OpenApiSpecSource {
+    /// A string that is either a URL or the spec's text (the preview's `spec`).
+    pub fn url_or_text(raw: &str) -> Self {
+        let trimmed = raw.trim();
+        let is_url = (trimmed.starts_with("http://") || trimmed.starts_with("https://"))
+            && !trimmed.contains(char::is_whitespace);
+        if is_url {
+            OpenApiSpecSource::Url(trimmed.to_owned())
+        } else {
+            OpenApiSpecSource::Text(raw.to_owned())
+        }
+    }
+}
+
+/// Input of adding an OpenAPI integration (`POST /api/openapi/specs`).
+#[derive(Debug, Clone)]
+pub struct AddOpenApiSpec {
+    pub spec: OpenApiSpecSource,
+    pub slug: Option<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub base_url: Option<String>,
+    /// Sent with every call (and with the spec fetch).
+    pub headers: BTreeMap<String, String>,
+    pub query_params: BTreeMap<String, String>,
+    /// `None` = derived from the spec's security schemes; `Some([])` = no auth.
+    pub authentication_template: Option<Vec<AuthMethodInput>>,
+    /// RFC 6902 operations applied to the spec before it is read (and on every update).
+    pub spec_overrides: Option<Value>,
+    /// A `HealthCheckSpec` (§1.8), stored as given.
+    pub health_check: Option<Value>,
+}
+
+/// The outcome of adding a spec.
+#[derive(Debug, Clone)]
+pub struct AddedOpenApiSpec {
+    pub slug: String,
+    /// Tools each connection of the integration gets.
+    pub tool_count: usize,
+    /// Operations that could not be turned into tools (beyond the original: it fails silently).
+    pub skipped: Vec<ExtractionFailure>,
+}
+
+/// `GET /api/openapi/integrations/:slug`.
+#[derive(Debug, Clone)]
+pub struct OpenApiIntegrationView {
+    pub slug: String,
+    pub description: String,
+    pub kind: String,
+    pub can_remove: bool,
+    pub can_refresh: bool,
+}
+
+/// The stored config as it may be shown (the spec text never is).
+#[derive(Debug, Clone)]
+pub struct OpenApiConfigView {
+    pub spec_url: Option<String>,
+    pub base_url: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    pub query_params: BTreeMap<String, String>,
+    pub spec_overrides: Option<Value>,
+    pub authentication_template: Vec<AuthMethod>,
+}
+
+/// How `configure_openapi` treats the given auth methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthTemplateMode {
+    /// Same slug replaces in place, others are appended.
+    #[default]
+    Merge,
+    Replace,
+}
+
+/// The outcome of updating a spec.
+#[derive(Debug, Clone)]
+pub struct OpenApiSpecUpdate {
+    pub slug: String,
+    pub tool_count: usize,
+    pub added_tools: Vec<String>,
+    pub removed_tools: Vec<String>,
+    pub skipped: Vec<ExtractionFailure>,
+}
+
+/// What `preview_openapi` found.
+#[derive(Debug, Clone)]
+pub struct OpenApiPreview {
+    pub preview: executor_openapi::Preview,
+    /// Operations that would not become tools.
+    pub skipped: Vec<ExtractionFailure>,
+    /// The best probes for health checks (at most 20), best first.
+    pub health_check_candidates: Vec<crate::HealthCheckCandidate>,
+}
+
+fn spec_error(e: OpenApiError) -> EngineError {
+    match e {
+        OpenApiError::Override {
+            operation_index,
+            operation,
+            path,
+            message,
+        } => EngineError::OpenApiSpecOverride {
+            operation_index,
+            operation,
+            path,
+            message,
+        },
+        other => EngineError::OpenApiParse {
+            message: other.to_string(),
+        },
+    }
+}
+
+/// Rejects a spec none of whose operations could be read (a spec without operations is fine).
+fn require_tools(extraction: &Extraction) -> EngineResult<()> {
+    if extraction.tools.is_empty() && !extraction.failures.is_empty() {
+        let first: Vec<String> = extraction
+            .failures
+            .iter()
+            .take(3)
+            .map(|f| format!("{}: {}", f.operation, f.message))
+            .collect();
+        return Err(EngineError::OpenApiExtraction {
+            message: format!(
+                "None of the spec's {} operations could be turned into tools ({}).",
+                extraction.failures.len(),
+                first.join("; ")
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A slug given by the caller must be usable as an address segment.
+fn check_slug(slug: &str) -> EngineResult<()> {
+    let ok = slug
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && slug
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::InvalidInput {
+            message: format!(
+                "Invalid integration slug {slug:?}: use letters, digits, '_' or '-', starting with a letter or '_'."
+            ),
+        })
+    }
+}
+
+fn non_blank(s: Option<String>) -> Option<String> {
+    s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+fn to_config_value(config: &OpenApiConfig) -> EngineResult<Value> {
+    serde_json::to_value(config).map_err(|e| EngineError::Internal(e.to_string()))
+}
+
+/// A 6-character base36 suffix for `custom_` auth slugs.
+fn random_base36() -> String {
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    (0..6)
+        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+impl Engine {
+    /// Fetches (or takes) spec text; parse errors say why, nothing is stored.
+    async fn openapi_spec_text(
+        &self,
+        source: &OpenApiSpecSource,
+        headers: &BTreeMap<String, String>,
+        query: &BTreeMap<String, String>,
+    ) -> EngineResult<String> {
+        match source {
+            OpenApiSpecSource::Text(text) => {
+                if text.trim().is_empty() {
+                    return Err(EngineError::OpenApiParse {
+                        message: "The OpenAPI spec is empty.".to_owned(),
+                    });
+                }
+                Ok(text.clone())
+            }
+            OpenApiSpecSource::Url(url) => {
+                let mut target = url.trim().to_owned();
+                if !query.is_empty()
+                    && let Ok(mut parsed) = reqwest::Url::parse(&target)
+                {
+                    parsed.query_pairs_mut().extend_pairs(query.iter());
+                    target = parsed.to_string();
+                }
+                executor_openapi::fetch_spec(&self.inner.http, &target, headers)
+                    .await
+                    .map_err(spec_error)
+            }
+        }
+    }
+
+    /// Parses and compiles spec text off the IO threads (a large spec takes a while).
+    async fn compile_openapi(
+        text: String,
+        overrides: Option<Value>,
+        url: Option<String>,
+    ) -> EngineResult<(Spec, Extraction)> {
+        tokio::task::spawn_blocking(move || {
+            let spec = parse(&text, overrides.as_ref(), url.as_deref()).map_err(spec_error)?;
+            let extraction = executor_openapi::extract(&spec);
+            Ok((spec, extraction))
+        })
+        .await
+        .map_err(|e| EngineError::Internal(format!("spec compile task: {e}")))?
+    }
+
+    /// What a spec holds before it is added (`POST /api/openapi/preview`).
+    pub async fn preview_openapi(
+        &self,
+        spec: &str,
+        spec_overrides: Option<Value>,
+    ) -> EngineResult<OpenApiPreview> {
+        let source = OpenApiSpecSource::url_or_text(spec);
+        let text = self
+            .openapi_spec_text(&source, &BTreeMap::new(), &BTreeMap::new())
+            .await?;
+        let url = match &source {
+            OpenApiSpecSource::Url(u) => Some(u.clone()),
+            OpenApiSpecSource::Text(_) => None,
+        };
+        let (spec, extraction) = Self::compile_openapi(text, spec_overrides, url).await?;
+        let mut health_check_candidates = crate::health::openapi_candidates(&extraction);
+        health_check_candidates.truncate(20);
+        Ok(OpenApiPreview {
+            preview: executor_openapi::preview(&spec),
+            skipped: extraction.failures,
+            health_check_candidates,
+        })
+    }
+
+    /// Adds an OpenAPI integration. Nothing is stored unless the spec loads; no connection is
+    /// created (tools come with a connection).
+    pub async fn add_openapi_spec(&self, input: AddOpenApiSpec) -> EngineResult<AddedOpenApiSpec> {
+        let explicit_slug = non_blank(input.slug.clone());
+        if let Some(slug) = &explicit_slug {
+            check_slug(slug)?;
+            self.ensure_slug_free(slug).await?;
+        }
+        let text = self
+            .openapi_spec_text(&input.spec, &input.headers, &input.query_params)
+            .await?;
+        let spec_url = match &input.spec {
+            OpenApiSpecSource::Url(u) => Some(u.trim().to_owned()),
+            OpenApiSpecSource::Text(_) => None,
+        };
+        let (spec, extraction) =
+            Self::compile_openapi(text.clone(), input.spec_overrides.clone(), spec_url.clone())
+                .await?;
+        let slug = match explicit_slug {
+            Some(s) => s,
+            None => {
+                let derived = spec.title.as_deref().map(slugify).unwrap_or_default();
+                if derived.is_empty() {
+                    return Err(EngineError::OpenApiParse {
+                        message: "OpenAPI integration slug is required".to_owned(),
+                    });
+                }
+                let derived = if derived.starts_with(|c: char| c.is_ascii_digit()) {
+                    format!("api_{derived}")
+                } else {
+                    derived
+                };
+                self.ensure_slug_free(&derived).await?;
+                derived
+            }
+        };
+        require_tools(&extraction)?;
+        for failure in &extraction.failures {
+            tracing::warn!(integration = %slug, operation = %failure.operation, message = %failure.message, "operation skipped");
+        }
+        let authentication_template = match input.authentication_template {
+            Some(methods) => assign_auth_slugs(methods),
+            None => executor_openapi::derive_auth_methods(&spec),
+        };
+        let title = non_blank(spec.title.clone());
+        let name = non_blank(input.name)
+            .or_else(|| title.clone())
+            .unwrap_or_else(|| slug.clone());
+        let description = non_blank(input.description)
+            .or_else(|| non_blank(spec.description.clone()))
+            .or(title)
+            .unwrap_or_else(|| slug.clone());
+        let spec_hash = self
+            .inner
+            .store
+            .put_blob(&self.inner.scope, text.as_bytes())
+            .await?;
+        let config = OpenApiConfig {
+            spec_url: spec_url.clone(),
+            spec_hash: spec_hash.clone(),
+            base_url: non_blank(input.base_url),
+            headers: input.headers,
+            query_params: input.query_params,
+            spec_overrides: input.spec_overrides,
+            authentication_template,
+            health_check: input.health_check.filter(|h| !h.is_null()),
+        };
+        let now = now_ms();
+        let record = IntegrationRecord {
+            slug: slug.clone(),
+            plugin_id: PLUGIN_ID.to_owned(),
+            name: Some(name),
+            description: Some(description),
+            config: to_config_value(&config)?,
+            can_remove: true,
+            can_refresh: spec_url.is_some(),
+            config_revised_at: Some(now),
+            created_at: now,
+            updated_at: now,
+        };
+        let tool_count = extraction.tools.len();
+        let skipped = extraction.failures.clone();
+        self.inner.documents.put_openapi_extraction(
+            &compile_key(
+                &spec_hash,
+                config.spec_overrides.as_ref(),
+                config.spec_url.as_deref(),
+            ),
+            Arc::new(extraction),
+        );
+        match self
+            .inner
+            .store
+            .insert_integration(&self.inner.scope, &record)
+            .await
+        {
+            Ok(()) => {}
+            Err(StoreError::AlreadyExists) => {
+                self.delete_blob_if_unused(&spec_hash).await?;
+                return Err(EngineError::IntegrationAlreadyExists { slug });
+            }
+            Err(e) => {
+                self.delete_blob_if_unused(&spec_hash).await?;
+                return Err(e.into());
+            }
+        }
+        self.catalog_changed();
+        Ok(AddedOpenApiSpec {
+            slug,
+            tool_count,
+            skipped,
+        })
+    }
+
+    async fn ensure_slug_free(&self, slug: &str) -> EngineResult<()> {
+        if slug == crate::BUILTIN_INTEGRATION
+            || self
+                .inner
+                .store
+                .get_integration(&self.inner.scope, slug)
+                .await?
+                .is_some()
+        {
+            return Err(EngineError::IntegrationAlreadyExists {
+                slug: slug.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The OpenAPI integration's record; `None` when unknown or of another kind.
+    async fn openapi_record(&self, slug: &str) -> EngineResult<Option<IntegrationRecord>> {
+        Ok(self
+            .inner
+            .store
+            .get_integration(&self.inner.scope, slug)
+            .await?
+            .filter(|r| r.plugin_id == PLUGIN_ID))
+    }
+
+    async fn require_openapi_record(&self, slug: &str) -> EngineResult<IntegrationRecord> {
+        self.openapi_record(slug)
+            .await?
+            .ok_or_else(|| EngineError::IntegrationNotFound {
+                slug: slug.to_owned(),
+            })
+    }
+
+    /// `None` when the slug is unknown or not an OpenAPI integration.
+    pub async fn get_openapi_integration(
+        &self,
+        slug: &str,
+    ) -> EngineResult<Option<OpenApiIntegrationView>> {
+        Ok(self.openapi_record(slug).await?.map(|record| {
+            let view = crate::IntegrationView::from_record(&record);
+            OpenApiIntegrationView {
+                slug: record.slug,
+                description: view.description,
+                kind: record.plugin_id,
+                can_remove: record.can_remove,
+                can_refresh: record.can_refresh,
+            }
+        }))
+    }
+
+    /// `None` when the slug is unknown or not an OpenAPI integration.
+    pub async fn get_openapi_config(&self, slug: &str) -> EngineResult<Option<OpenApiConfigView>> {
+        let Some(record) = self.openapi_record(slug).await? else {
+            return Ok(None);
+        };
+        let config = OpenApiConfig::from_record(&record)?;
+        Ok(Some(OpenApiConfigView {
+            spec_url: config.spec_url,
+            base_url: config.base_url,
+            headers: config.headers,
+            query_params: config.query_params,
+            spec_overrides: config.spec_overrides,
+            authentication_template: config.authentication_template,
+        }))
+    }
+
+    /// Changes the auth methods (merged or replaced) and/or the base URL. `base_url`:
+    /// `None` = unchanged, `Some(None)` = cleared. Connections re-sync on their next read.
+    /// Returns the stored auth methods.
+    pub async fn configure_openapi(
+        &self,
+        slug: &str,
+        authentication_template: Option<Vec<AuthMethodInput>>,
+        mode: AuthTemplateMode,
+        base_url: Option<Option<String>>,
+    ) -> EngineResult<Vec<AuthMethod>> {
+        let mut record = self.require_openapi_record(slug).await?;
+        let mut config = OpenApiConfig::from_record(&record)?;
+        if let Some(inputs) = authentication_template {
+            config.authentication_template = match mode {
+                AuthTemplateMode::Replace => assign_auth_slugs(inputs),
+                AuthTemplateMode::Merge => merge_auth_methods(
+                    std::mem::take(&mut config.authentication_template),
+                    inputs,
+                    random_base36,
+                ),
+            };
+        }
+        if let Some(base_url) = base_url {
+            config.base_url = non_blank(base_url);
+        }
+        let now = now_ms();
+        record.config = to_config_value(&config)?;
+        record.config_revised_at = Some(now);
+        record.updated_at = now;
+        self.inner
+            .store
+            .upsert_integration(&self.inner.scope, &record)
+            .await?;
+        self.catalog_changed();
+        Ok(config.authentication_template)
+    }
+
+    /// Re-reads the spec (the given one, else the stored URL), swaps the operations, re-produces
+    /// every visible connection's tools and marks the others stale. Auth, base URL, headers,
+    /// description, connections and policies are kept. `spec_overrides`: `None` keeps the
+    /// stored ones.
+    pub async fn update_openapi_spec(
+        &self,
+        slug: &str,
+        spec: Option<OpenApiSpecSource>,
+        spec_overrides: Option<Value>,
+    ) -> EngineResult<OpenApiSpecUpdate> {
+        let mut record = self.require_openapi_record(slug).await?;
+        let old = OpenApiConfig::from_record(&record)?;
+        let source = match spec {
+            Some(s) => s,
+            None => match &old.spec_url {
+                Some(url) => OpenApiSpecSource::Url(url.clone()),
+                None => {
+                    return Err(EngineError::OpenApiParse {
+                        message: format!(
+                            "The integration {slug} was added from pasted text; send the new spec to update it."
+                        ),
+                    });
+                }
+            },
+        };
+        let text = self
+            .openapi_spec_text(&source, &old.headers, &old.query_params)
+            .await?;
+        let spec_url = match &source {
+            OpenApiSpecSource::Url(u) => Some(u.trim().to_owned()),
+            OpenApiSpecSource::Text(_) => None,
+        };
+        let overrides = spec_overrides.or_else(|| old.spec_overrides.clone());
+        let (_, extraction) =
+            Self::compile_openapi(text.clone(), overrides.clone(), spec_url.clone()).await?;
+        require_tools(&extraction)?;
+        let before: BTreeSet<String> = match compiled(&self.inner, &old).await {
+            Ok(e) => e.tools.iter().map(|t| t.name.clone()).collect(),
+            Err(e) => {
+                tracing::warn!(integration = %slug, error = %e, "the previous spec no longer compiles");
+                BTreeSet::new()
+            }
+        };
+        let after: BTreeSet<String> = extraction.tools.iter().map(|t| t.name.clone()).collect();
+        let spec_hash = self
+            .inner
+            .store
+            .put_blob(&self.inner.scope, text.as_bytes())
+            .await?;
+        let config = OpenApiConfig {
+            spec_url: spec_url.clone(),
+            spec_hash: spec_hash.clone(),
+            spec_overrides: overrides,
+            ..old.clone()
+        };
+        let tool_count = extraction.tools.len();
+        let skipped = extraction.failures.clone();
+        self.inner.documents.put_openapi_extraction(
+            &compile_key(
+                &spec_hash,
+                config.spec_overrides.as_ref(),
+                config.spec_url.as_deref(),
+            ),
+            Arc::new(extraction),
+        );
+        let now = now_ms();
+        record.config = to_config_value(&config)?;
+        record.can_refresh = spec_url.is_some();
+        record.config_revised_at = Some(now);
+        record.updated_at = now;
+        self.inner
+            .store
+            .upsert_integration(&self.inner.scope, &record)
+            .await?;
+        for connection in self.list_connections(Some(slug), None).await? {
+            self.produce_tools(&record, &connection.key()).await?;
+        }
+        if old.spec_hash != spec_hash {
+            self.delete_blob_if_unused(&old.spec_hash).await?;
+        }
+        self.catalog_changed();
+        Ok(OpenApiSpecUpdate {
+            slug: slug.to_owned(),
+            tool_count,
+            added_tools: after.difference(&before).cloned().collect(),
+            removed_tools: before.difference(&after).cloned().collect(),
+            skipped,
+        })
+    }
+
+    /// Removes an OpenAPI integration with its connections and tools, and its spec text unless
+    /// another integration uses the same document. Unknown slugs succeed silently; a slug of
+    /// another kind is `IntegrationNotFound`.
+    pub async fn remove_openapi_integration(&self, slug: &str) -> EngineResult<()> {
+        let Some(record) = self
+            .inner
+            .store
+            .get_integration(&self.inner.scope, slug)
+            .await?
+        else {
+            return Ok(());
+        };
+        if record.plugin_id != PLUGIN_ID {
+            return Err(EngineError::IntegrationNotFound {
+                slug: slug.to_owned(),
+            });
+        }
+        self.remove_integration(slug).await?;
+        if let Ok(config) = OpenApiConfig::from_record(&record) {
+            self.delete_blob_if_unused(&config.spec_hash).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a document blob no integration's config names any more.
+    async fn delete_blob_if_unused(&self, hash: &str) -> EngineResult<()> {
+        let integrations = self
+            .inner
+            .store
+            .list_integrations(&self.inner.scope)
+            .await?;
+        let used = integrations
+            .iter()
+            .any(|i| i.config.to_string().contains(hash));
+        if !used {
+            self.inner
+                .store
+                .delete_blob(&self.inner.scope, hash)
+                .await?;
+        }
+        Ok(())
     }
 }

@@ -7,9 +7,13 @@
 //!   closed with HTTP DELETE.
 //! * Transports: streamable HTTP (rmcp's reqwest client) and legacy HTTP+SSE (2024-11-05, our own shim in
 //!   [`sse`]), or `auto` (streamable HTTP first, SSE fallback unless the server answered 401/403).
+//! * Elicitations (`elicitation/create`, form or URL) a server sends while it handles a `tools/call` go
+//!   to the [`Elicitor`] that call was made with ([`ExecutionScope::call_tool_with`]); sessions that
+//!   make tool calls advertise elicitation `{form:{}, url:{}}`, discovery sessions none.
 //! * [`call_result_to_outcome`] maps a `CallToolResult` into the sandbox result union.
 
 mod discovery;
+mod elicit;
 mod error;
 mod outcome;
 mod pool;
@@ -20,6 +24,7 @@ mod target;
 pub mod testing;
 
 pub use discovery::{DiscoveredTool, Discovery, ProbeResult, map_tools};
+pub use elicit::{ElicitAction, ElicitAnswer, Elicitation, Elicitor};
 pub use error::McpError;
 pub use outcome::{call_result_to_outcome, error_to_outcome, is_unknown_tool_message};
 pub use pool::{ExecutionScope, McpClient, McpClientConfig};

@@ -6,10 +6,14 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-    PaginatedRequestParams, ProtocolVersion,
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, FormElicitationCapability, Implementation, PaginatedRequestParams,
+    ProtocolVersion, RequestId, ServerResult, UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{
+    InboundStreamOrigin, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
@@ -17,6 +21,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::discovery::{Discovery, ProbeResult, map_tools};
+use crate::elicit::{Elicitor, Routes};
 use crate::error::{self, McpError};
 use crate::sse::SseClientTransport;
 use crate::target::{RemoteTarget, RemoteTransport, SessionKey};
@@ -59,15 +64,39 @@ type Callbacks = RwLock<Vec<ListChangedCallback>>;
 struct Handler {
     label: Arc<str>,
     callbacks: Arc<Callbacks>,
+    /// The calls in flight on this session (sessions that make tool calls): elicitations are
+    /// advertised (`{form:{}, url:{}}`) and routed to the call they belong to. Discovery
+    /// sessions have none and advertise no elicitation.
+    routes: Option<Arc<Routes>>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.routes.is_some() {
+            capabilities.elicitation = Some(
+                ElicitationCapability::default()
+                    .with_form(FormElicitationCapability::default())
+                    .with_url(UrlElicitationCapability::default()),
+            );
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new(CLIENT_NAME, CLIENT_VERSION),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        match &self.routes {
+            Some(routes) => Ok(routes.elicit(&self.label, request, origin).await),
+            None => Ok(ElicitResult::new(rmcp::model::ElicitationAction::Cancel)),
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -94,6 +123,7 @@ struct Session {
     peer: Peer<RoleClient>,
     service: Mutex<Option<Service>>,
     broken: AtomicBool,
+    routes: Arc<Routes>,
 }
 
 impl Session {
@@ -218,9 +248,11 @@ impl Inner {
         target: &RemoteTarget,
         key: &SessionKey,
     ) -> Result<Arc<Session>, McpError> {
+        let routes = Arc::new(Routes::default());
         let handler = Handler {
             label: Arc::from(key.label()),
             callbacks: self.callbacks.clone(),
+            routes: Some(routes.clone()),
         };
         let service = match tokio::time::timeout(
             self.config.discovery_timeout,
@@ -240,6 +272,7 @@ impl Inner {
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
             broken: AtomicBool::new(false),
+            routes,
         }))
     }
 
@@ -497,6 +530,7 @@ impl McpClient {
         let handler = Handler {
             label: Arc::from(""),
             callbacks: self.inner.callbacks.clone(),
+            routes: None,
         };
         let http = self.inner.http.clone();
         let work = async move {
@@ -637,6 +671,35 @@ async fn list_all_tools(
     Ok(tools)
 }
 
+/// Sends `notifications/cancelled` for a call its caller stopped waiting for (dropped), so the
+/// server does not keep working on a result nobody reads.
+struct AbandonedCall<'a> {
+    peer: &'a Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl AbandonedCall<'_> {
+    fn disarm(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for AbandonedCall<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("request abandoned by the caller".to_owned()),
+                ));
+                let _ = peer.send_notification(notification.into()).await;
+            });
+        }
+    }
+}
+
 /// A leased session held by a scope.
 struct Lease {
     session: Arc<Session>,
@@ -707,18 +770,63 @@ impl ExecutionScope {
         endpoint: &str,
         real_name: &str,
         arguments: &serde_json::Map<String, Value>,
+        elicitor: Option<Arc<dyn Elicitor>>,
     ) -> Result<Value, (McpError, Option<u16>)> {
         let params =
             CallToolRequestParams::new(real_name.to_owned()).with_arguments(arguments.clone());
-        let call = session.peer.call_tool(params);
-        match tokio::time::timeout(self.inner.config.call_timeout, call).await {
-            Err(_) => Err((McpError::Timeout { stage: "call" }, None)),
-            Ok(Ok(result)) => {
-                Ok(serde_json::to_value(&result).unwrap_or_else(|e| {
-                    serde_json::json!({"content": [{"type": "text", "text": format!("unserialisable result: {e}")}], "isError": true})
-                }))
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Registered before it is sent, so an elicitation that races the registration of its
+        // request id still finds the call.
+        let registration = session.routes.register(elicitor);
+        let call = async {
+            let handle = session
+                .peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await?;
+            registration.sent(handle.id.clone());
+            let abandoned = AbandonedCall {
+                peer: &session.peer,
+                id: Some(handle.id.clone()),
+            };
+            let response = handle.await_response().await;
+            abandoned.disarm();
+            response
+        };
+        tokio::pin!(call);
+        // The call timeout does not run while the server waits for a person's answer to one of
+        // its elicitations; it restarts when the answer is given.
+        let timeout = self.inner.config.call_timeout;
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        let response = loop {
+            tokio::select! {
+                response = &mut call => break response,
+                _ = tokio::time::sleep_until(deadline) => {
+                    let now = tokio::time::Instant::now();
+                    if registration.waiting() {
+                        deadline = now + timeout;
+                        continue;
+                    }
+                    match registration.answered_at() {
+                        Some(at) if at + timeout > now => deadline = at + timeout,
+                        _ => return Err((McpError::Timeout { stage: "call" }, None)),
+                    }
+                }
             }
-            Ok(Err(e)) => {
+        };
+        match response {
+            Ok(ServerResult::CallToolResult(result)) => Ok(serde_json::to_value(&result)
+                .unwrap_or_else(|e| {
+                    serde_json::json!({"content": [{"type": "text", "text": format!("unserialisable result: {e}")}], "isError": true})
+                })),
+            Ok(ServerResult::EmptyResult(_)) => Ok(serde_json::json!({"content": []})),
+            Ok(ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_)) => {
+                let (mapped, _) =
+                    error::call_error(endpoint, &rmcp::ServiceError::UnexpectedResponse);
+                Err((mapped, None))
+            }
+            // Results that carry only `_meta` / `resultType`.
+            Ok(other) => Ok(serde_json::to_value(&other).unwrap_or(Value::Null)),
+            Err(e) => {
                 let (mapped, diagnosis) = error::call_error(endpoint, &e);
                 let status = diagnosis.status;
                 if diagnosis.broken
@@ -734,6 +842,7 @@ impl ExecutionScope {
 
     /// `tools/call {name: real_name, arguments}` on this scope's session for `key`.
     /// Returns the raw CallToolResult as JSON (content / structuredContent / isError).
+    /// Elicitations the server sends during the call are cancelled (see [`Self::call_tool_with`]).
     pub async fn call_tool(
         &self,
         key: &SessionKey,
@@ -741,9 +850,29 @@ impl ExecutionScope {
         real_name: &str,
         arguments: serde_json::Map<String, Value>,
     ) -> Result<Value, McpError> {
+        self.call_tool_with(key, target, real_name, arguments, None)
+            .await
+    }
+
+    /// [`Self::call_tool`], with `elicitor` answering the `elicitation/create` requests the server
+    /// sends while it handles this call.
+    pub async fn call_tool_with(
+        &self,
+        key: &SessionKey,
+        target: &RemoteTarget,
+        real_name: &str,
+        arguments: serde_json::Map<String, Value>,
+        elicitor: Option<Arc<dyn Elicitor>>,
+    ) -> Result<Value, McpError> {
         let (session, reused) = self.session(key, target, None).await?;
         match self
-            .invoke(&session, &target.endpoint, real_name, &arguments)
+            .invoke(
+                &session,
+                &target.endpoint,
+                real_name,
+                &arguments,
+                elicitor.clone(),
+            )
             .await
         {
             Ok(v) => Ok(v),
@@ -755,7 +884,7 @@ impl ExecutionScope {
                     "pooled MCP session expired; redialling once"
                 );
                 let (fresh, _) = self.session(key, target, Some(&session)).await?;
-                self.invoke(&fresh, &target.endpoint, real_name, &arguments)
+                self.invoke(&fresh, &target.endpoint, real_name, &arguments, elicitor)
                     .await
                     .map_err(|(e, _)| e)
             }

@@ -8,6 +8,8 @@
 //! * [`serve_legacy_sse`]: the same tools behind a legacy (2024-11-05) HTTP+SSE endpoint.
 //! * [`serve_many_tools`]: a stateless streamable-HTTP server with `n` tools in one `tools/list` page
 //!   (catalog-size benchmarks).
+//! * [`serve_eliciting`]: a streamable-HTTP server whose tools ask the client with
+//!   `elicitation/create` while they run ([`eliciting_tools`]), recording every answer it got.
 //!
 //! Tools: `select_workspace {workspace?}`, `get_workspace`, `slow {ms}`, `fail` (isError),
 //! `typed` (outputSchema + structuredContent), `delete_everything` (destructiveHint),
@@ -323,6 +325,8 @@ pub struct StatefulMcpServer {
     pub url: String,
     pub addr: SocketAddr,
     pub ledger: Ledger,
+    /// Elicitation results the server received ([`serve_eliciting`] only).
+    pub elicited: ElicitLog,
     sessions: Arc<LocalSessionManager>,
     cancel: CancellationToken,
 }
@@ -382,6 +386,7 @@ pub async fn serve_stateful_with(nodelay: bool) -> StatefulMcpServer {
         url: format!("http://{addr}/mcp"),
         addr,
         ledger,
+        elicited: ElicitLog::default(),
         sessions,
         cancel,
     }
@@ -620,6 +625,252 @@ pub async fn serve_many_tools(n: usize) -> StatefulMcpServer {
         url: format!("http://{addr}/mcp"),
         addr,
         ledger,
+        elicited: ElicitLog::default(),
+        sessions,
+        cancel,
+    }
+}
+
+/// Elicitation results a fixture server received, in order: `{tool, action, content?}` (or
+/// `{tool, error}` when the request failed).
+#[derive(Clone, Default)]
+pub struct ElicitLog(Arc<Mutex<Vec<Value>>>);
+
+impl ElicitLog {
+    pub fn entries(&self) -> Vec<Value> {
+        self.0.lock().unwrap().clone()
+    }
+    pub fn clear(&self) {
+        self.0.lock().unwrap().clear();
+    }
+    fn push(&self, entry: Value) {
+        self.0.lock().unwrap().push(entry);
+    }
+}
+
+/// The requested schema of `confirm_delete`.
+pub fn confirm_delete_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "confirm": {"type": "boolean", "description": "Really delete it?"},
+            "reason": {"type": "string", "description": "Why"}
+        },
+        "required": ["confirm", "reason"]
+    })
+}
+
+/// Tools of [`serve_eliciting`]:
+/// * `confirm_delete {item}` asks (form) for `{confirm: boolean, reason: string}` and answers with
+///   text `{"action":"accept","content":{…}}` (what it got), `declined` or `cancelled`;
+/// * `acknowledge` asks with a form of no properties → `acknowledged:<action>`;
+/// * `open_link` asks in URL mode → `link:<action>`;
+/// * `two_questions` asks twice in a row (`{first}`, then `{second}`) → `first=<…>,second=<…>`;
+/// * `plain` asks nothing → `plain`.
+pub fn eliciting_tools() -> Vec<Tool> {
+    let empty = json!({"type": "object", "properties": {}});
+    vec![
+        tool(
+            json!({"name": "confirm_delete", "description": "Deletes an item after asking the user to confirm",
+            "inputSchema": {"type": "object", "properties": {"item": {"type": "string"}}}}),
+        ),
+        tool(
+            json!({"name": "acknowledge", "description": "Asks the user to acknowledge", "inputSchema": empty}),
+        ),
+        tool(
+            json!({"name": "open_link", "description": "Sends the user to a URL", "inputSchema": empty}),
+        ),
+        tool(
+            json!({"name": "two_questions", "description": "Asks the user two questions", "inputSchema": empty}),
+        ),
+        tool(json!({"name": "plain", "description": "Asks nothing", "inputSchema": empty})),
+    ]
+}
+
+/// Per-session handler of [`serve_eliciting`].
+#[derive(Clone)]
+pub struct ElicitingHandler {
+    log: ElicitLog,
+    links: Arc<AtomicU64>,
+}
+
+impl ElicitingHandler {
+    async fn ask(
+        &self,
+        tool: &str,
+        peer: &rmcp::Peer<RoleServer>,
+        params: Value,
+    ) -> Result<rmcp::model::ElicitResult, String> {
+        let params: rmcp::model::ElicitRequestParams =
+            serde_json::from_value(params).expect("fixture elicitation");
+        match peer.create_elicitation(params).await {
+            Ok(result) => {
+                let mut entry = json!({"tool": tool, "action": serde_json::to_value(&result.action).unwrap_or(Value::Null)});
+                if let Some(content) = &result.content {
+                    entry["content"] = content.clone();
+                }
+                self.log.push(entry);
+                Ok(result)
+            }
+            Err(e) => {
+                self.log.push(json!({"tool": tool, "error": e.to_string()}));
+                Err(e.to_string())
+            }
+        }
+    }
+}
+
+fn action_name(result: &rmcp::model::ElicitResult) -> String {
+    serde_json::to_value(&result.action)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+impl ServerHandler for ElicitingHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("eliciting-test-server", "1.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(eliciting_tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let peer = &context.peer;
+        let name = request.name.as_ref();
+        let result = match name {
+            "confirm_delete" => {
+                let item = args.get("item").and_then(Value::as_str).unwrap_or("it");
+                let asked = self
+                    .ask(
+                        name,
+                        peer,
+                        json!({"mode": "form", "message": format!("Delete {item}? Confirm and give a reason."),
+                            "requestedSchema": confirm_delete_schema()}),
+                    )
+                    .await;
+                match asked {
+                    Ok(r) if action_name(&r) == "accept" => text_result(
+                        json!({"action": "accept", "content": r.content}).to_string(),
+                        false,
+                    ),
+                    Ok(r) if action_name(&r) == "decline" => text_result("declined", false),
+                    Ok(_) => text_result("cancelled", false),
+                    Err(e) => text_result(format!("elicitation failed: {e}"), true),
+                }
+            }
+            "acknowledge" => {
+                let asked = self
+                    .ask(
+                        name,
+                        peer,
+                        json!({"mode": "form", "message": "Please acknowledge.",
+                            "requestedSchema": {"type": "object", "properties": {}}}),
+                    )
+                    .await;
+                match asked {
+                    Ok(r) => text_result(format!("acknowledged:{}", action_name(&r)), false),
+                    Err(e) => text_result(format!("elicitation failed: {e}"), true),
+                }
+            }
+            "open_link" => {
+                let n = self.links.fetch_add(1, Ordering::SeqCst);
+                let asked = self
+                    .ask(
+                        name,
+                        peer,
+                        json!({"mode": "url", "message": "Sign in to continue.",
+                            "url": format!("https://auth.example/link/{n}"), "elicitationId": format!("link-{n}")}),
+                    )
+                    .await;
+                match asked {
+                    Ok(r) => text_result(format!("link:{}", action_name(&r)), false),
+                    Err(e) => text_result(format!("elicitation failed: {e}"), true),
+                }
+            }
+            "two_questions" => {
+                let mut answers = Vec::new();
+                for key in ["first", "second"] {
+                    let asked = self
+                        .ask(
+                            name,
+                            peer,
+                            json!({"mode": "form", "message": format!("The {key} question?"),
+                                "requestedSchema": {"type": "object", "properties": {key: {"type": "string"}}, "required": [key]}}),
+                        )
+                        .await;
+                    let answer = match asked {
+                        Ok(r) => r
+                            .content
+                            .as_ref()
+                            .and_then(|c| c.get(key))
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| action_name(&r)),
+                        Err(e) => format!("error {e}"),
+                    };
+                    answers.push(format!("{key}={answer}"));
+                }
+                text_result(answers.join(","), false)
+            }
+            "plain" => text_result("plain", false),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("Unknown tool: {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+/// A streamable-HTTP MCP server whose tools elicit ([`eliciting_tools`]), on `127.0.0.1:0`. The
+/// answers it receives are in [`StatefulMcpServer::elicited`]. Stops when dropped.
+pub async fn serve_eliciting() -> StatefulMcpServer {
+    let cancel = CancellationToken::new();
+    let sessions = Arc::new(LocalSessionManager::default());
+    let log = ElicitLog::default();
+    let links = Arc::new(AtomicU64::new(0));
+    let handler_log = log.clone();
+    let service: StreamableHttpService<ElicitingHandler, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || {
+                Ok(ElicitingHandler {
+                    log: handler_log.clone(),
+                    links: links.clone(),
+                })
+            },
+            sessions.clone(),
+            StreamableHttpServerConfig::default()
+                .with_sse_keep_alive(None)
+                .with_cancellation_token(cancel.child_token()),
+        );
+    let ledger = Ledger::default();
+    let router = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(
+            ledger.clone(),
+            ledger_middleware,
+        ));
+    let (listener, addr) = bind().await;
+    spawn_server(listener, router, cancel.clone());
+    StatefulMcpServer {
+        url: format!("http://{addr}/mcp"),
+        addr,
+        ledger,
+        elicited: log,
         sessions,
         cancel,
     }

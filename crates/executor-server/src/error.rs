@@ -128,6 +128,15 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::BAD_REQUEST,
             json!({"_tag": "OpenApiExtractionError", "message": message}),
         ),
+        E::OpenApiSpecOverride {
+            operation_index,
+            operation,
+            path,
+            message,
+        } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": "OpenApiSpecOverrideError", "operationIndex": operation_index, "operation": operation, "path": path, "message": message}),
+        ),
         E::GraphqlIntrospection { message } => (
             StatusCode::BAD_REQUEST,
             json!({"_tag": "GraphqlIntrospectionError", "message": message}),

@@ -3,7 +3,10 @@
 //! into `_tag`ged bodies.
 
 mod error;
+mod graphql_routes;
+mod health_routes;
 pub mod mcp;
+mod openapi_routes;
 mod routes;
 mod wire;
 

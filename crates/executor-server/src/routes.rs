@@ -63,6 +63,9 @@ pub(crate) fn router(engine: Engine) -> Router {
         .route("/executions", get(list_executions).post(execute))
         .route("/executions/{id}", get(get_execution))
         .route("/executions/{id}/resume", post(resume_execution))
+        .merge(crate::graphql_routes::router())
+        .merge(crate::openapi_routes::router())
+        .merge(crate::health_routes::router())
         .fallback(not_found)
         .with_state(engine);
     Router::new()

@@ -566,3 +566,47 @@ async fn calls_that_finish_while_paused_are_journaled_too() {
     assert_eq!(tool_calls(&fixture), 1, "{:#?}", fixture.requests());
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_waits_for_calls_still_running_in_a_paused_execution() {
+    let fixture = serve_stateful().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), DAY).await;
+    server.add_fixture(&fixture).await;
+    fixture.clear_requests();
+    // The execution pauses on `delete_everything` while `slow` is running downstream. The stop
+    // comes at once: `slow` must finish and be journaled before the execution is abandoned, and
+    // the call the code makes after it (during the shutdown) must not be sent before the restart.
+    let paused = server
+        .execute(
+            r#"
+            const d = tools.stateful.org.main.delete_everything({});
+            const s = await tools.stateful.org.main.slow({ ms: 400 });
+            const w = await tools.stateful.org.main.get_workspace({});
+            return [s.data.content[0].text, w.data.content[0].text, (await d).data.content[0].text];
+            "#,
+        )
+        .await;
+    let id = execution_id(&paused);
+    let server = server.restart().await;
+    assert_eq!(
+        tool_calls(&fixture),
+        1,
+        "only slow went downstream before the restart: {:#?}",
+        fixture.requests()
+    );
+    fixture.clear_requests();
+    let done = server.resume(&id, "accept").await;
+    assert_eq!(
+        done["structured"]["result"],
+        json!(["slept:400", "no workspace selected", "deleted"]),
+        "{done}"
+    );
+    assert_eq!(
+        tool_calls(&fixture),
+        2,
+        "delete_everything and get_workspace, not slow again: {:#?}",
+        fixture.requests()
+    );
+    server.stop().await;
+}

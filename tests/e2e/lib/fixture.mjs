@@ -23,12 +23,23 @@ import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 export const SEED_TOOLS = ["select_workspace", "get_workspace"];
 /** Extra tools registered when `extras: true`. */
 export const EXTRA_TOOLS = ["slow", "fail_tool", "structured_tool", "echo"];
+/** Tools that ask the client with `elicitation/create` while they run (`elicitation: true`). */
+export const ELICITATION_TOOLS = ["confirm_delete", "confirm_unrelated", "open_link"];
+/** The form `confirm_delete` asks for. */
+export const CONFIRM_SCHEMA = {
+  type: "object",
+  properties: {
+    confirm: { type: "boolean", description: "Really delete it?" },
+    reason: { type: "string", description: "Why" },
+  },
+  required: ["confirm", "reason"],
+};
 
 /**
  * Build one McpServer (= one MCP session's state).
- * @param {{extras?: boolean, name?: string}} opts
+ * @param {{extras?: boolean, name?: string, elicitation?: boolean, elicitLog?: object[]}} opts
  */
-export function makeSessionStatefulMcpServer({ extras = true, name = "session-stateful-test-server" } = {}) {
+export function makeSessionStatefulMcpServer({ extras = true, name = "session-stateful-test-server", elicitation = false, elicitLog = [] } = {}) {
   const server = new McpServer({ name, version: "1.0.0" }, { capabilities: {} });
   // Per-session: lives in this server instance, created per MCP session.
   let selected = null;
@@ -86,7 +97,48 @@ export function makeSessionStatefulMcpServer({ extras = true, name = "session-st
       async ({ message }) => ({ content: [{ type: "text", text: `echo:${message}` }] }),
     );
   }
+  if (elicitation) registerElicitationTools(server, elicitLog);
   return server;
+}
+
+/**
+ * `confirm_delete {item}` asks (form, on the tool call's own SSE stream) for CONFIRM_SCHEMA and
+ * answers with the JSON of what it got (`{action, content}`), or `declined` / `cancelled`;
+ * `confirm_unrelated` asks the same without naming the tool call (the standalone GET stream);
+ * `open_link` asks in URL mode → `link:<action>`. Every result (or failure) is pushed on `log`.
+ */
+function registerElicitationTools(server, log) {
+  const ask = async (tool, params, extra, related = true) => {
+    try {
+      const result = await server.server.elicitInput(params, related ? { relatedRequestId: extra.requestId } : undefined);
+      log.push({ tool, action: result.action, ...(result.content === undefined ? {} : { content: result.content }) });
+      return result;
+    } catch (e) {
+      log.push({ tool, error: String(e?.message ?? e) });
+      throw e;
+    }
+  };
+  const confirm = (tool, related) => async ({ item }, extra) => {
+    const r = await ask(tool, { mode: "form", message: `Delete ${item ?? "it"}? Confirm and give a reason.`, requestedSchema: CONFIRM_SCHEMA }, extra, related);
+    const text = r.action === "accept" ? JSON.stringify({ action: "accept", content: r.content }) : r.action === "decline" ? "declined" : "cancelled";
+    return { content: [{ type: "text", text }] };
+  };
+  server.registerTool(
+    "confirm_delete",
+    { description: "Deletes an item after asking the user to confirm", inputSchema: { item: z.string().optional() } },
+    confirm("confirm_delete", true),
+  );
+  server.registerTool(
+    "confirm_unrelated",
+    { description: "Like confirm_delete, asking on the standalone stream", inputSchema: { item: z.string().optional() } },
+    confirm("confirm_unrelated", false),
+  );
+  let links = 0;
+  server.registerTool("open_link", { description: "Sends the user to a URL", inputSchema: {} }, async (_args, extra) => {
+    const n = links++;
+    const r = await ask("open_link", { mode: "url", message: "Sign in to continue.", url: `https://auth.example/link/${n}`, elicitationId: `link-${n}` }, extra);
+    return { content: [{ type: "text", text: `link:${r.action}` }] };
+  });
 }
 
 const rpcMethodsOf = (body) => {
@@ -123,9 +175,10 @@ const closeServer = (server) =>
 
 /**
  * Start a Streamable HTTP MCP fixture on 127.0.0.1:<random>.
- * @param {{extras?: boolean, path?: string, jsonResponse?: boolean}} opts
+ * @param {{extras?: boolean, path?: string, jsonResponse?: boolean, elicitation?: boolean}} opts
  */
-export async function serveMcpServer({ extras = true, path = "/mcp", jsonResponse = false } = {}) {
+export async function serveMcpServer({ extras = true, path = "/mcp", jsonResponse = false, elicitation = false } = {}) {
+  let elicitLog = [];
   /** @type {Map<string, {transport: StreamableHTTPServerTransport, server: McpServer}>} */
   const sessions = new Map();
   const initialised = new Set(); // every id ever initialised
@@ -167,7 +220,7 @@ export async function serveMcpServer({ extras = true, path = "/mcp", jsonRespons
       // No session id: only an initialize POST may open a session.
       const isInit = req.method === "POST" && entry.rpcMethods.includes("initialize");
       if (!isInit) return jsonRpcError(res, 400, -32000, "Bad Request: No valid session ID provided");
-      const server = makeSessionStatefulMcpServer({ extras });
+      const server = makeSessionStatefulMcpServer({ extras, elicitation, elicitLog: { push: (e) => elicitLog.push(e) } });
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         enableJsonResponse: jsonResponse,
@@ -196,6 +249,11 @@ export async function serveMcpServer({ extras = true, path = "/mcp", jsonRespons
     requests: () => ledger.map((e) => ({ ...e })),
     clearRequests: () => {
       ledger = [];
+    },
+    /** Elicitation results the tools received (`elicitation: true`), since the last clear. */
+    elicitations: () => elicitLog.map((e) => ({ ...e })),
+    clearElicitations: () => {
+      elicitLog = [];
     },
     /** Distinct mcp-session-id values seen in the ledger (since the last clear). */
     sessionIdsInLedger: () => [...new Set(ledger.map((e) => e.sessionId).filter((s) => s !== undefined))],

@@ -463,12 +463,12 @@ test("restart while paused with an accepted call in flight: the approval is kept
   }
 });
 
-// Known bug (see the report that added this file): on SIGTERM the engine abandons paused executions
-// without waiting for their in-flight calls, so a call that already reached the tool has no outcome
-// in the journal and is sent downstream again after the restart.
+// On SIGTERM the engine lets the running calls of paused executions finish and be journaled
+// (bounded) before it abandons them, so a call that already reached the tool is answered from the
+// journal after the restart instead of being sent downstream again.
 test(
   "restart while paused with an accepted call in flight: the call is sent downstream once",
-  { timeout: 30_000, todo: "engine shutdown abandons in-flight calls of paused executions without journaling them" },
+  { timeout: 30_000 },
   async () => {
     const first = await startExecutor();
     let second;

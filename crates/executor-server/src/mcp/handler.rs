@@ -242,15 +242,41 @@ impl ExecutorMcp {
         paused: &Paused,
         peer: &Peer<RoleServer>,
     ) -> (ResumeAction, Option<Value>) {
-        let message = paused.structured["interaction"]["message"]
+        let interaction = &paused.structured["interaction"];
+        let message = interaction["message"]
             .as_str()
             .unwrap_or(&paused.text)
             .to_owned();
-        let params = serde_json::from_value(json!({
-            "mode": "form",
-            "message": message,
-            "requestedSchema": {"type": "object", "properties": {}},
-        }));
+        let params = match interaction["url"].as_str() {
+            // A downstream server sends the person to a URL: in URL mode when the client has
+            // it, else as a form that shows the URL.
+            Some(url)
+                if peer
+                    .supported_elicitation_modes()
+                    .contains(&rmcp::service::ElicitationMode::Url) =>
+            {
+                serde_json::from_value(json!({
+                    "mode": "url",
+                    "message": message,
+                    "url": url,
+                    "elicitationId": format!("{}-{}", paused.execution_id, rand::random::<u32>()),
+                }))
+            }
+            Some(url) => serde_json::from_value(json!({
+                "mode": "form",
+                "message": format!("Please visit this URL to continue: {url}\n\n{message}"),
+                "requestedSchema": {"type": "object", "properties": {}},
+            })),
+            // An approval ({}), or the form a downstream server asks for.
+            None => serde_json::from_value(json!({
+                "mode": "form",
+                "message": message,
+                "requestedSchema": interaction
+                    .get("requestedSchema")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            })),
+        };
         let params = match params {
             Ok(params) => params,
             Err(e) => {

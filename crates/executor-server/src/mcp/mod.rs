@@ -102,37 +102,62 @@ pub(crate) fn router(
         .with_state(engine)
 }
 
-/// A minimal approval page for browser-mode pauses.
+/// A minimal approval page for browser-mode pauses: approve or decline; a downstream server's
+/// form (its requested schema's properties as inputs) or URL is shown with it.
 async fn resume_page(State(engine): State<Engine>, Path(id): Path<String>) -> Html<String> {
     let id_html = escape(&id);
     let body = match engine.paused_execution(&id).await {
         Ok(paused) => {
-            let message = paused.structured["interaction"]["message"]
+            let interaction = &paused.structured["interaction"];
+            let message = interaction["message"]
                 .as_str()
                 .unwrap_or(&paused.text)
                 .to_owned();
             let id_js = serde_json::to_string(&id).unwrap_or_default().replace('<', "\\u003c");
+            let url = interaction["url"].as_str().map(|url| {
+                format!(
+                    "<p>Open this page and finish there: <a href=\"{0}\" target=\"_blank\" rel=\"noopener\">{0}</a></p>",
+                    escape(url)
+                )
+            });
+            let fields = form_fields(&interaction["requestedSchema"]);
             format!(
-                r#"<p>An agent asks for your approval:</p>
+                r##"<p>An agent asks for your approval:</p>
 <pre>{}</pre>
+{}<form id="form">{}</form>
 <p><button id="approve">Approve</button> <button id="decline">Decline</button></p>
 <p id="status"></p>
 <script>
 const id = {id_js};
+function content() {{
+  const out = {{}};
+  for (const el of document.querySelectorAll("#form [name]")) {{
+    const kind = el.dataset.kind;
+    if (kind === "boolean") out[el.name] = el.checked;
+    else if (el.value === "") continue;
+    else if (kind === "number" || kind === "integer") out[el.name] = Number(el.value);
+    else out[el.name] = el.value;
+  }}
+  return out;
+}}
 async function answer(action) {{
   for (const b of document.querySelectorAll("button")) b.disabled = true;
   document.getElementById("status").textContent = "Sending…";
+  const body = action === "accept" ? {{action, content: content()}} : {{action}};
   const r = await fetch("/api/executions/" + encodeURIComponent(id) + "/resume", {{
-    method: "POST", headers: {{"content-type": "application/json"}}, body: JSON.stringify({{action}})
+    method: "POST", headers: {{"content-type": "application/json"}}, body: JSON.stringify(body)
   }});
   document.getElementById("status").textContent = r.ok
     ? (action === "accept" ? "Approved." : "Declined.") + " You can return to your agent."
     : "Failed: HTTP " + r.status;
 }}
+document.getElementById("form").onsubmit = (e) => e.preventDefault();
 document.getElementById("approve").onclick = () => answer("accept");
 document.getElementById("decline").onclick = () => answer("decline");
-</script>"#,
-                escape(&message)
+</script>"##,
+                escape(&message),
+                url.unwrap_or_default(),
+                fields,
             )
         }
         Err(_) => "<p>This execution is not waiting for approval (it was answered already, or it is unknown).</p>".to_owned(),
@@ -141,6 +166,55 @@ document.getElementById("decline").onclick = () => answer("decline");
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Executor approval {id_html}</title></head>\
 <body style=\"font-family:sans-serif;max-width:50rem;margin:2rem auto\"><h1>Approval</h1><p><code>{id_html}</code></p>{body}</body></html>"
     ))
+}
+
+/// One labelled input per property of an elicitation's requested schema (primitive types and
+/// enums, as MCP allows).
+fn form_fields(schema: &serde_json::Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) else {
+        return String::new();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let mut html = String::new();
+    for (name, prop) in properties {
+        let kind = prop
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap_or("string");
+        let label = prop
+            .get("title")
+            .or_else(|| prop.get("description"))
+            .and_then(|t| t.as_str())
+            .unwrap_or(name);
+        let star = if required.contains(&name.as_str()) {
+            " *"
+        } else {
+            ""
+        };
+        let attrs = format!("name=\"{}\" data-kind=\"{}\"", escape(name), escape(kind));
+        let input = match (kind, prop.get("enum").and_then(|e| e.as_array())) {
+            (_, Some(options)) => format!(
+                "<select {attrs}>{}</select>",
+                options
+                    .iter()
+                    .filter_map(|o| o.as_str())
+                    .map(|o| format!("<option>{}</option>", escape(o)))
+                    .collect::<String>()
+            ),
+            ("boolean", None) => format!("<input type=\"checkbox\" {attrs}>"),
+            ("number" | "integer", None) => format!("<input type=\"number\" {attrs}>"),
+            _ => format!("<input type=\"text\" {attrs}>"),
+        };
+        html.push_str(&format!(
+            "<p><label>{}{star}<br>{input}</label></p>",
+            escape(label)
+        ));
+    }
+    html
 }
 
 fn escape(s: &str) -> String {

@@ -1,0 +1,61 @@
+//! Tool records by address, kept between calls so the hot path of a tool call does not read
+//! the store (each SQLite read is a round trip to the database's own thread). Entries belong to
+//! one catalog generation; any catalog write moves the generation and empties the cache.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use executor_core::ToolAddress;
+use executor_store::ToolRecord;
+
+use crate::Inner;
+use crate::error::EngineResult;
+
+/// More distinct tools than this in one generation empties the cache (bounded memory).
+const MAX_CACHED_TOOLS: usize = 2_048;
+
+#[derive(Default)]
+pub(crate) struct ToolCache {
+    entries: Mutex<(u64, HashMap<ToolAddress, Arc<ToolRecord>>)>,
+}
+
+impl ToolCache {
+    fn lookup(&self, generation: u64, address: &ToolAddress) -> Option<Arc<ToolRecord>> {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.0 != generation {
+            *entries = (generation, HashMap::new());
+            return None;
+        }
+        entries.1.get(address).cloned()
+    }
+
+    fn insert(&self, generation: u64, address: &ToolAddress, tool: Arc<ToolRecord>) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        // A write landed while the record was read: it may be stale, so keep it out.
+        if entries.0 != generation {
+            return;
+        }
+        if entries.1.len() >= MAX_CACHED_TOOLS {
+            entries.1.clear();
+        }
+        entries.1.insert(address.clone(), tool);
+    }
+}
+
+/// The tool at `address`, from the cache or the store.
+pub(crate) async fn get(
+    inner: &Inner,
+    address: &ToolAddress,
+) -> EngineResult<Option<Arc<ToolRecord>>> {
+    let generation = inner.catalog_generation.load(Ordering::Acquire);
+    if let Some(tool) = inner.tool_cache.lookup(generation, address) {
+        return Ok(Some(tool));
+    }
+    let Some(tool) = inner.store.get_tool(&inner.scope, address).await? else {
+        return Ok(None);
+    };
+    let tool = Arc::new(tool);
+    inner.tool_cache.insert(generation, address, tool.clone());
+    Ok(Some(tool))
+}

@@ -1,0 +1,296 @@
+//! The downstream elicitation bridge (spec §6): a server that sends `elicitation/create` while it
+//! handles one of our `tools/call` requests is answered by whoever made that call.
+//!
+//! Every `tools/call` registers a [`Route`] on its session for as long as it is in flight, keyed
+//! by the JSON-RPC id of the request. rmcp marks a server request that arrived on the SSE
+//! response stream of one of our POSTs with that POST's request id (`InboundStreamOrigin`), so
+//! the elicitation reaches exactly the call it belongs to; since a session is leased by one
+//! execution at a time, that is also the execution currently leasing the session. A request that
+//! carries no association (the standalone GET stream, the legacy SSE transport) goes to the
+//! session's oldest call in flight. With nobody to ask, the elicitation is cancelled.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, RequestId};
+use rmcp::service::InboundStreamOrigin;
+use serde_json::Value;
+use tokio::time::Instant;
+
+/// What a downstream server asks of a person.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicitation {
+    /// Form mode: fill in `requested_schema` (an object schema of primitive properties).
+    Form {
+        message: String,
+        requested_schema: Value,
+    },
+    /// URL mode: the person opens `url` and finishes something there.
+    Url {
+        message: String,
+        url: String,
+        elicitation_id: String,
+    },
+}
+
+impl Elicitation {
+    pub fn message(&self) -> &str {
+        match self {
+            Elicitation::Form { message, .. } | Elicitation::Url { message, .. } => message,
+        }
+    }
+
+    /// A form whose schema asks for nothing (no properties): a plain confirmation.
+    pub fn asks_for_nothing(&self) -> bool {
+        match self {
+            Elicitation::Form {
+                requested_schema, ..
+            } => requested_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_none_or(|p| p.is_empty()),
+            Elicitation::Url { .. } => false,
+        }
+    }
+
+    fn from_params(params: ElicitRequestParams) -> Option<Self> {
+        match params {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => Some(Elicitation::Form {
+                message,
+                requested_schema: serde_json::to_value(&requested_schema)
+                    .unwrap_or_else(|_| serde_json::json!({"type": "object", "properties": {}})),
+            }),
+            ElicitRequestParams::UrlElicitationParams {
+                message,
+                url,
+                elicitation_id,
+                ..
+            } => Some(Elicitation::Url {
+                message,
+                url,
+                elicitation_id,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElicitAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+/// The answer sent back to the server as the `elicitation/create` result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElicitAnswer {
+    pub action: ElicitAction,
+    /// Form content (only sent with `Accept`).
+    pub content: Option<Value>,
+}
+
+impl ElicitAnswer {
+    pub fn cancel() -> Self {
+        Self {
+            action: ElicitAction::Cancel,
+            content: None,
+        }
+    }
+
+    fn into_result(self) -> ElicitResult {
+        match self.action {
+            ElicitAction::Accept => {
+                let result = ElicitResult::new(ElicitationAction::Accept);
+                match self.content {
+                    Some(content) => result.with_content(content),
+                    None => result,
+                }
+            }
+            ElicitAction::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitAction::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        }
+    }
+}
+
+/// Whoever made a call answers the elicitations the server sends while handling it.
+pub trait Elicitor: Send + Sync {
+    /// Asks a person; the future resolves with their answer (or `Cancel` when nobody will answer).
+    fn elicit(&self, request: Elicitation) -> BoxFuture<'static, ElicitAnswer>;
+}
+
+/// One call in flight on a session.
+struct Route {
+    /// The JSON-RPC id of its `tools/call`, once sent.
+    request_id: Option<RequestId>,
+    elicitor: Option<Arc<dyn Elicitor>>,
+    /// Elicitations of this call waiting for an answer.
+    waiting: usize,
+    /// When its last elicitation was answered (the call timeout restarts from there).
+    answered_at: Option<Instant>,
+}
+
+#[derive(Default)]
+struct RouteTable {
+    next: u64,
+    /// Calls in flight, by registration order.
+    calls: BTreeMap<u64, Route>,
+}
+
+/// The calls in flight on one session, for routing the server's elicitations.
+#[derive(Default)]
+pub(crate) struct Routes {
+    table: Mutex<RouteTable>,
+    changed: tokio::sync::Notify,
+}
+
+/// How long an elicitation that names a request we have not registered yet waits for it.
+const REGISTRATION_WAIT: Duration = Duration::from_secs(2);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Removes its call from the table when the call ends (or is dropped).
+pub(crate) struct Registration {
+    routes: Arc<Routes>,
+    key: u64,
+}
+
+impl Registration {
+    /// The call's request went out with `id`.
+    pub(crate) fn sent(&self, id: RequestId) {
+        if let Some(route) = lock(&self.routes.table).calls.get_mut(&self.key) {
+            route.request_id = Some(id);
+        }
+        self.routes.changed.notify_waiters();
+    }
+
+    /// Whether an elicitation of this call is waiting for a person.
+    pub(crate) fn waiting(&self) -> bool {
+        lock(&self.routes.table)
+            .calls
+            .get(&self.key)
+            .is_some_and(|r| r.waiting > 0)
+    }
+
+    /// When the call's last elicitation was answered.
+    pub(crate) fn answered_at(&self) -> Option<Instant> {
+        lock(&self.routes.table)
+            .calls
+            .get(&self.key)
+            .and_then(|r| r.answered_at)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        lock(&self.routes.table).calls.remove(&self.key);
+        self.routes.changed.notify_waiters();
+    }
+}
+
+enum Found {
+    Route(u64, Option<Arc<dyn Elicitor>>),
+    /// Some call's request id is not known yet: it may be the one.
+    Unsent,
+    Nobody,
+}
+
+impl Routes {
+    /// Registers a call about to be sent.
+    pub(crate) fn register(self: &Arc<Self>, elicitor: Option<Arc<dyn Elicitor>>) -> Registration {
+        let mut table = lock(&self.table);
+        let key = table.next;
+        table.next += 1;
+        table.calls.insert(
+            key,
+            Route {
+                request_id: None,
+                elicitor,
+                waiting: 0,
+                answered_at: None,
+            },
+        );
+        Registration {
+            routes: self.clone(),
+            key,
+        }
+    }
+
+    fn find(&self, origin: Option<&RequestId>, fallback: bool) -> Found {
+        let table = lock(&self.table);
+        if let Some(id) = origin
+            && let Some((key, route)) = table
+                .calls
+                .iter()
+                .find(|(_, r)| r.request_id.as_ref() == Some(id))
+        {
+            return Found::Route(*key, route.elicitor.clone());
+        }
+        if origin.is_some() && !fallback && table.calls.values().any(|r| r.request_id.is_none()) {
+            return Found::Unsent;
+        }
+        match table.calls.iter().next() {
+            Some((key, route)) => Found::Route(*key, route.elicitor.clone()),
+            None => Found::Nobody,
+        }
+    }
+
+    fn mark(&self, key: u64, asking: bool) {
+        if let Some(route) = lock(&self.table).calls.get_mut(&key) {
+            if asking {
+                route.waiting += 1;
+            } else {
+                route.waiting = route.waiting.saturating_sub(1);
+                route.answered_at = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Answers one `elicitation/create` of the server.
+    pub(crate) async fn elicit(
+        &self,
+        label: &str,
+        params: ElicitRequestParams,
+        origin: Option<&InboundStreamOrigin>,
+    ) -> ElicitResult {
+        let Some(request) = Elicitation::from_params(params) else {
+            return ElicitAnswer::cancel().into_result();
+        };
+        let origin_id = match origin {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
+            _ => None,
+        };
+        let deadline = Instant::now() + REGISTRATION_WAIT;
+        let (key, elicitor) = loop {
+            let changed = self.changed.notified();
+            match self.find(origin_id.as_ref(), Instant::now() >= deadline) {
+                Found::Route(key, elicitor) => break (key, elicitor),
+                Found::Nobody => {
+                    tracing::info!(%label, "downstream elicitation outside any tool call; cancelled");
+                    return ElicitAnswer::cancel().into_result();
+                }
+                Found::Unsent => {
+                    let _ = tokio::time::timeout_at(deadline, changed).await;
+                }
+            }
+        };
+        let Some(elicitor) = elicitor else {
+            tracing::info!(%label, "downstream elicitation with nobody to ask; cancelled");
+            return ElicitAnswer::cancel().into_result();
+        };
+        self.mark(key, true);
+        let answer = elicitor.elicit(request).await;
+        self.mark(key, false);
+        answer.into_result()
+    }
+}

@@ -1,0 +1,158 @@
+//! Health-check routes (spec §1.8, §3.3, §3.4): an integration's declared probe and its
+//! candidates, checking a saved connection, and trying credentials before saving them.
+
+use std::collections::{BTreeMap, HashMap};
+
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use executor_core::Owner;
+use executor_engine::{CredentialOrigin, Engine, HealthCheckSpec, ValidateConnection};
+use executor_store::ConnectionKey;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::routes::ApiJson;
+
+type ApiResult = Result<Response, ApiError>;
+
+/// `ifStaleMs` is at most a day.
+const MAX_IF_STALE_MS: i64 = 86_400_000;
+
+pub(crate) fn router() -> Router<Engine> {
+    Router::new()
+        .route(
+            "/integrations/{slug}/health-check",
+            get(get_spec).put(put_spec),
+        )
+        .route(
+            "/integrations/{slug}/health-check/candidates",
+            get(candidates),
+        )
+        .route(
+            "/connections/{owner}/{integration}/{name}/health",
+            post(check_connection),
+        )
+        .route("/connections/validate", post(validate))
+}
+
+fn ok(value: Value) -> ApiResult {
+    Ok(Json(value).into_response())
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ApiError> {
+    serde_json::to_value(value)
+        .map_err(|e| ApiError::Engine(executor_engine::EngineError::Internal(e.to_string())))
+}
+
+fn owner(raw: &str) -> Result<Owner, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::schema(format!("owner must be \"org\" or \"user\", got {raw:?}")))
+}
+
+#[derive(Deserialize)]
+struct PutSpecBody {
+    /// Required; `null` removes the probe.
+    spec: Option<HealthCheckSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ValidateBody {
+    owner: String,
+    integration: String,
+    template: String,
+    #[serde(default)]
+    spec: Option<HealthCheckSpec>,
+    #[serde(default)]
+    value: Option<String>,
+    #[serde(default)]
+    values: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    from: Option<FromBody>,
+}
+
+#[derive(Deserialize)]
+struct FromBody {
+    provider: String,
+    id: String,
+}
+
+async fn get_spec(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
+    let spec = engine.health_check_spec(&slug).await?;
+    ok(to_json(&spec)?)
+}
+
+async fn put_spec(
+    State(engine): State<Engine>,
+    Path(slug): Path<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult {
+    if body.get("spec").is_none() {
+        return Err(ApiError::schema(
+            "Expected {\"spec\": HealthCheckSpec | null}.",
+        ));
+    }
+    let body: PutSpecBody =
+        serde_json::from_value(body).map_err(|e| ApiError::schema(e.to_string()))?;
+    engine.set_health_check_spec(&slug, body.spec).await?;
+    ok(json!({ "ok": true }))
+}
+
+async fn candidates(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
+    let list = engine.health_check_candidates(&slug).await?;
+    ok(to_json(&list)?)
+}
+
+async fn check_connection(
+    State(engine): State<Engine>,
+    Path((owner_raw, integration, name)): Path<(String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let if_stale_ms = match query.get("ifStaleMs").filter(|v| !v.is_empty()) {
+        None => None,
+        Some(raw) => match raw.parse::<i64>() {
+            Ok(ms) if (0..=MAX_IF_STALE_MS).contains(&ms) => Some(ms),
+            _ => {
+                return Err(ApiError::schema(format!(
+                    "ifStaleMs must be an integer between 0 and {MAX_IF_STALE_MS}, got {raw:?}"
+                )));
+            }
+        },
+    };
+    let key = ConnectionKey {
+        owner: owner(&owner_raw)?,
+        integration,
+        name,
+    };
+    let result = engine.check_connection_health(&key, if_stale_ms).await?;
+    ok(to_json(&result)?)
+}
+
+async fn validate(State(engine): State<Engine>, ApiJson(body): ApiJson<ValidateBody>) -> ApiResult {
+    let origin = match (body.value, body.values, body.from) {
+        (Some(v), None, None) => CredentialOrigin::Value(v),
+        (None, Some(v), None) => CredentialOrigin::Values(v),
+        (None, None, Some(f)) => CredentialOrigin::From {
+            provider: f.provider,
+            id: f.id,
+        },
+        _ => {
+            return Err(ApiError::schema(
+                "Expected exactly one credential origin: value, values or from.",
+            ));
+        }
+    };
+    let result = engine
+        .validate_connection(ValidateConnection {
+            owner: owner(&body.owner)?,
+            integration: body.integration,
+            template: body.template,
+            spec: body.spec,
+            origin,
+        })
+        .await?;
+    ok(to_json(&result)?)
+}
