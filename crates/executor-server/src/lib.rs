@@ -2,6 +2,7 @@
 //! the only crate that knows the wire shapes; it turns engine values into JSON and engine errors
 //! into `_tag`ged bodies.
 
+mod auth;
 mod error;
 mod graphql_routes;
 mod health_routes;
@@ -28,6 +29,9 @@ pub struct ServeConfig {
     /// `Host` values accepted on `/mcp` besides loopback (`host` or `host:port`); browser
     /// `Origin`s on those hosts are accepted too. Anything else gets 403 (DNS rebinding).
     pub allowed_hosts: Vec<String>,
+    /// The bearer token every `/api/*` and `/mcp*` request must carry (health and the OAuth
+    /// callback excepted). `None` leaves the API open (embedding, tests).
+    pub auth_token: Option<String>,
 }
 
 /// The whole application: `/api` routes and their middleware, `/mcp` and `/resume/:id`.
@@ -37,7 +41,10 @@ pub fn app(engine: Engine) -> Router {
 
 /// [`app`] with options; MCP sessions end when `shutdown` is cancelled.
 pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToken) -> Router {
-    routes::router(engine.clone()).merge(mcp::router(engine, &config.allowed_hosts, shutdown))
+    let gate = auth::Gate::new(config.auth_token.clone(), &config.allowed_hosts);
+    routes::router(engine.clone())
+        .merge(mcp::router(engine, &config.allowed_hosts, shutdown))
+        .layer(axum::middleware::from_fn_with_state(gate, auth::middleware))
 }
 
 /// Serves until `shutdown` is cancelled, then lets in-flight requests finish for at most

@@ -65,6 +65,7 @@ async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
             );
             serve_stdio(Bridge {
                 endpoint,
+                token: crate::server::read_token(&settings.data_dir),
                 upstream: tokio::sync::OnceCell::new(),
             })
             .await
@@ -120,6 +121,8 @@ async fn find_server(
 /// client's own capabilities, so elicitation support is passed through.
 struct Bridge {
     endpoint: String,
+    /// The server's API token (`server-control/auth.json`, same data directory).
+    token: Option<String>,
     upstream: tokio::sync::OnceCell<RunningService<RoleClient, Upstream>>,
 }
 
@@ -155,9 +158,12 @@ impl ServerHandler for Bridge {
             capabilities: request.capabilities.clone(),
             client_info: request.client_info.clone(),
         };
-        let config = StreamableHttpClientTransportConfig::with_uri(self.endpoint.as_str())
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.endpoint.as_str())
             .max_json_response_size(64 * 1024 * 1024)
             .reinit_on_expired_session(true);
+        if let Some(token) = &self.token {
+            config = config.auth_header(token.clone());
+        }
         let transport = StreamableHttpClientTransport::from_config(config);
         let running = handler.serve(transport).await.map_err(|e| {
             tracing::error!(error = %e, endpoint = %self.endpoint, "cannot reach the executor server");

@@ -139,6 +139,55 @@ fn write_manifest(data_dir: &Path, url: &str) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
+/// Where the local API's bearer token lives: `server-control/auth.json` (`{"token": …}`).
+pub(crate) fn auth_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("server-control").join("auth.json")
+}
+
+/// The data directory's API token: read, or minted on first start (32 random bytes, base64url,
+/// file mode 0600 in a 0700 directory).
+pub(crate) fn load_or_mint_token(data_dir: &Path) -> anyhow::Result<String> {
+    use base64::Engine as _;
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(token) = read_token(data_dir) {
+        return Ok(token);
+    }
+    let path = auth_path(data_dir);
+    let dir = path.parent().expect("auth file has a parent");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let bytes: [u8; 32] = rand::random();
+    let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let tmp = dir.join(format!(".auth.json.{}", std::process::id()));
+    {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        file.write_all(serde_json::json!({ "token": token }).to_string().as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(token)
+}
+
+/// The token of a data directory, if one was minted.
+pub(crate) fn read_token(data_dir: &Path) -> Option<String> {
+    let bytes = std::fs::read(auth_path(data_dir)).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    value["token"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+}
+
 /// Removes the manifest if it is still ours.
 fn remove_manifest(path: &Path) {
     let ours = std::fs::read(path)
@@ -183,9 +232,17 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         }
     };
     let local = listener.local_addr().context("reading the bound address")?;
+    let token = match load_or_mint_token(&settings.data_dir) {
+        Ok(token) => token,
+        Err(e) => {
+            opened.close().await;
+            return Err(e);
+        }
+    };
     let shutdown = CancellationToken::new();
     let config = executor_server::ServeConfig {
         allowed_hosts: settings.allowed_hosts.clone(),
+        auth_token: Some(token.clone()),
     };
     let server = tokio::spawn(executor_server::serve_with(
         listener,
@@ -208,6 +265,15 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         }
     };
     println!("Executor is running at {url}");
+    // The token opens the API: shown to a person at a terminal, never written to a log file.
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        println!("Open {url}/?_token={token} in your browser to use it.");
+    } else {
+        println!(
+            "API token: {} (send it as `Authorization: Bearer <token>`)",
+            auth_path(&settings.data_dir).display()
+        );
+    }
     tracing::info!(data_dir = %settings.data_dir.display(), "ready");
 
     wait_for_signal().await;

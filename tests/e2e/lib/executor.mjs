@@ -290,6 +290,13 @@ async function startOnce({ dataDir, port, ownsDataDir, args = [], env = {}, exec
       if (!token) token = readTokenFile(dataDir) ?? token;
       return rawRequest(apiPort, method, urlPath, { body: payload, headers: h, timeoutMs, expectContinue });
     },
+    /** Headers that authenticate to this server (the bearer token, once known). */
+    authHeaders: () => {
+      if (!token) token = readTokenFile(dataDir) ?? token;
+      return authHeaders();
+    },
+    /** `{requestInit}` for an MCP SDK client transport to this server's `/mcp`. */
+    mcpTransportOptions: () => ({ requestInit: { headers: inst.authHeaders() } }),
     /** POST /api/executions {code, autoApprove:true}; returns {status, body, ...}. */
     execute: (code, { autoApprove = true, timeoutMs } = {}) =>
       inst.api("POST", "/api/executions", { code, autoApprove }, { timeoutMs }),

@@ -2,7 +2,7 @@
 // over streamable HTTP and over stdio (`executor mcp`, with no server running: it serves the data
 // dir itself). Usage: EXECUTOR_BIN=target/release/executor node tests/e2e/scripts/bench-mcp.mjs
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -38,7 +38,11 @@ const url = await new Promise((resolve, reject) => {
   server.on("exit", (c) => reject(new Error(`server exited ${c}`)));
 });
 const http = new Client({ name: "bench", version: "0.0.0" });
-await http.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
+// The server mints its API token into the data dir on start.
+const { token } = JSON.parse(readFileSync(join(httpDir, "server-control", "auth.json"), "utf8"));
+await http.connect(
+  new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+);
 const overHttp = await measure(http);
 await http.close();
 server.kill("SIGTERM");

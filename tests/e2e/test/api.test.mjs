@@ -1,6 +1,8 @@
 // HTTP API contract and bad input (spec §1.2, §1.4, §1.5, §3.0–3.4, §3.9).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { serveMcpServer, closedPort, SEED_TOOLS, EXTRA_TOOLS } from "../lib/fixture.mjs";
 import { startExecutor, addMcpIntegration, freshSlug, show, rawRequest } from "../lib/executor.mjs";
 
@@ -37,10 +39,21 @@ test("GET /api/health answers 200 without credentials", async () => {
   assert.equal(r.status, 200, r.text);
 });
 
-test("requests without the bearer token are rejected (when the server issued one)", async (t) => {
-  if (!ex.token) return t.skip("no bearer token discovered (no ?_token= URL on stdout, no server-control/auth.json)");
-  const r = await rawRequest(ex.port, "GET", "/api/integrations");
-  assert.equal(r.status, 401, r.text);
+test("requests without the bearer token are rejected; health stays open", async () => {
+  assert.ok(ex.token, "the server minted a token into server-control/auth.json");
+  const mode = fs.statSync(path.join(ex.dataDir, "server-control", "auth.json")).mode & 0o777;
+  assert.equal(mode, 0o600, `auth.json mode ${mode.toString(8)}`);
+  assert.ok(!ex.stdout().includes(ex.token), "the token is not printed when stdout is not a terminal");
+  for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: ex.token }]) {
+    const r = await rawRequest(ex.port, "GET", "/api/integrations", { headers });
+    assert.equal(r.status, 401, r.text);
+    assert.equal(r.headers["www-authenticate"], 'Bearer realm="executor"');
+    assert.equal(r.text, "Unauthorized");
+  }
+  const mcp = await rawRequest(ex.port, "POST", "/mcp", { body: "{}", headers: { "content-type": "application/json" } });
+  assert.equal(mcp.status, 401, mcp.text);
+  const health = await rawRequest(ex.port, "GET", "/api/health");
+  assert.equal(health.status, 200);
   const ok = await ex.api("GET", "/api/integrations");
   assert.equal(ok.status, 200);
 });

@@ -140,7 +140,7 @@ async function mcpClient(server, { query = "", onElicit } = {}) {
       return onElicit(request.params);
     });
   }
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.baseUrl}/mcp${query}`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.baseUrl}/mcp${query}`), server.mcpTransportOptions()));
   return { client, asked };
 }
 

@@ -197,7 +197,7 @@ test("HTTP · endpoints that are not GraphQL are refused and nothing is stored; 
 
 test("MCP · an agent calls GraphQL tools through execute, and approves a mutation with resume", T, async () => {
   const client = new Client({ name: "e2e-graphql", version: "0.0.1" }, { capabilities: {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${ex.baseUrl}/mcp`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${ex.baseUrl}/mcp`), ex.mcpTransportOptions()));
   try {
     const found = await client.callTool({
       name: "execute",

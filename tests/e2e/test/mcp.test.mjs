@@ -91,7 +91,7 @@ after(async () => {
 
 test("MCP over HTTP · tools, execute, the seed journey, list_changed", { timeout: 60_000 }, async () => {
   const { client, state } = newClient();
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${ex.baseUrl}/mcp`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${ex.baseUrl}/mcp`), ex.mcpTransportOptions()));
   try {
     assert.deepEqual(client.getServerVersion(), { name: "executor", version: "1.0.0" });
     assert.equal(client.getServerCapabilities()?.tools?.listChanged, true);

@@ -197,7 +197,7 @@ test("MCP · an OpenAPI tool from the official SDK client", T, async () => {
   const slug = freshSlug("notes_mcp");
   await addByUrl(slug);
   const client = new Client({ name: "e2e-openapi", version: "0.0.1" }, { capabilities: {} });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${ex.baseUrl}/mcp`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${ex.baseUrl}/mcp`), ex.mcpTransportOptions()));
   try {
     const { tools } = await client.listTools();
     assert.ok(tools[0].description.includes(`\`${slug}\``), tools[0].description);

@@ -129,6 +129,11 @@ async fn resume_page(State(engine): State<Engine>, Path(id): Path<String>) -> Ht
 <p id="status"></p>
 <script>
 const id = {id_js};
+// The API wants the server's bearer token: taken once from a `?_token=` link (the one
+// `executor web` prints) and kept in this browser.
+const fromLink = new URLSearchParams(location.search).get("_token");
+if (fromLink) {{ localStorage.setItem("executor:token", fromLink); history.replaceState(null, "", location.pathname); }}
+const token = localStorage.getItem("executor:token");
 function content() {{
   const out = {{}};
   for (const el of document.querySelectorAll("#form [name]")) {{
@@ -145,11 +150,15 @@ async function answer(action) {{
   document.getElementById("status").textContent = "Sending…";
   const body = action === "accept" ? {{action, content: content()}} : {{action}};
   const r = await fetch("/api/executions/" + encodeURIComponent(id) + "/resume", {{
-    method: "POST", headers: {{"content-type": "application/json"}}, body: JSON.stringify(body)
+    method: "POST",
+    headers: {{"content-type": "application/json", ...(token ? {{authorization: "Bearer " + token}} : {{}})}},
+    body: JSON.stringify(body)
   }});
   document.getElementById("status").textContent = r.ok
     ? (action === "accept" ? "Approved." : "Declined.") + " You can return to your agent."
-    : "Failed: HTTP " + r.status;
+    : r.status === 401
+      ? "Not signed in: open the link `executor web` printed (it ends in ?_token=…) once in this browser, then reload."
+      : "Failed: HTTP " + r.status;
 }}
 document.getElementById("form").onsubmit = (e) => e.preventDefault();
 document.getElementById("approve").onclick = () => answer("accept");

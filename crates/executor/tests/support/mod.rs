@@ -33,6 +33,8 @@ pub struct Options {
     pub allowed_hosts: Vec<String>,
     /// Reuse a data dir (a restart); a fresh one when `None`.
     pub dir: Option<Arc<tempfile::TempDir>>,
+    /// Require this bearer token (the harness's own client sends it).
+    pub auth_token: Option<String>,
 }
 
 impl Default for Options {
@@ -41,6 +43,7 @@ impl Default for Options {
             js_timeout: Duration::from_secs(10),
             allowed_hosts: Vec::new(),
             dir: None,
+            auth_token: None,
         }
     }
 }
@@ -76,13 +79,24 @@ impl Harness {
             engine.clone(),
             executor_server::ServeConfig {
                 allowed_hosts: options.allowed_hosts,
+                auth_token: options.auth_token.clone(),
             },
             shutdown.clone(),
             Duration::from_secs(5),
         ));
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = &options.auth_token {
+            headers.insert(
+                reqwest::header::AUTHORIZATION,
+                format!("Bearer {token}").parse().unwrap(),
+            );
+        }
         Harness {
             base,
-            http: reqwest::Client::new(),
+            http: reqwest::Client::builder()
+                .default_headers(headers)
+                .build()
+                .unwrap(),
             engine,
             shutdown,
             dir,
