@@ -53,6 +53,13 @@ pub enum AuthMethod {
     Oauth2 {
         slug: String,
     },
+    /// MCP stdio: the connection's values become the child process's environment variables
+    /// (`{slug:"env", kind:"stdio_env", vars:[...]}`).
+    StdioEnv {
+        slug: String,
+        #[serde(default)]
+        vars: Vec<String>,
+    },
 }
 
 impl AuthMethod {
@@ -66,23 +73,54 @@ impl AuthMethod {
         match self {
             AuthMethod::None { slug }
             | AuthMethod::Apikey { slug, .. }
-            | AuthMethod::Oauth2 { slug } => slug,
+            | AuthMethod::Oauth2 { slug }
+            | AuthMethod::StdioEnv { slug, .. } => slug,
         }
     }
 
     /// Distinct credential variables this method needs, in placement order.
     pub fn variables(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        if let AuthMethod::Apikey { placements, .. } = self {
-            for p in placements {
-                if let Some(v) = p.variable_name()
-                    && !out.iter().any(|x| x == v)
-                {
-                    out.push(v.to_owned());
+        match self {
+            AuthMethod::Apikey { placements, .. } => {
+                for p in placements {
+                    if let Some(v) = p.variable_name()
+                        && !out.iter().any(|x| x == v)
+                    {
+                        out.push(v.to_owned());
+                    }
                 }
             }
+            AuthMethod::StdioEnv { vars, .. } => {
+                for v in vars {
+                    if !out.iter().any(|x| x == v) {
+                        out.push(v.clone());
+                    }
+                }
+            }
+            AuthMethod::None { .. } | AuthMethod::Oauth2 { .. } => {}
         }
         out
+    }
+
+    /// The placements a method renders, as the catalog projects them (spec §1.3): an apikey's
+    /// own, and for `stdio_env` one `{carrier:"env", name:v, variable:v}` per variable.
+    pub fn placements(&self) -> Vec<Placement> {
+        match self {
+            AuthMethod::Apikey { placements, .. } => placements.clone(),
+            AuthMethod::StdioEnv { .. } => self
+                .variables()
+                .into_iter()
+                .map(|v| Placement {
+                    carrier: Carrier::Env,
+                    name: v.clone(),
+                    prefix: None,
+                    variable: Some(v),
+                    literal: None,
+                })
+                .collect(),
+            AuthMethod::None { .. } | AuthMethod::Oauth2 { .. } => Vec::new(),
+        }
     }
 
     /// Label shown to people: `API key (<first placement name>)` by default.
@@ -90,6 +128,7 @@ impl AuthMethod {
         match self {
             AuthMethod::None { .. } => "None".to_owned(),
             AuthMethod::Oauth2 { .. } => "OAuth".to_owned(),
+            AuthMethod::StdioEnv { .. } => "Environment variables".to_owned(),
             AuthMethod::Apikey { label: Some(l), .. } => l.clone(),
             AuthMethod::Apikey { placements, .. } => match placements.first() {
                 Some(p) => format!("API key ({})", p.name),
@@ -122,10 +161,7 @@ pub struct Rendered {
 
 pub fn render(method: &AuthMethod, values: &BTreeMap<String, String>) -> Rendered {
     let mut out = Rendered::default();
-    let AuthMethod::Apikey { placements, .. } = method else {
-        return out;
-    };
-    for p in placements {
+    for p in &method.placements() {
         let value = match (&p.literal, p.variable_name()) {
             (Some(literal), _) => literal.clone(),
             (None, Some(var)) => match values.get(var) {
@@ -318,6 +354,7 @@ fn with_slug(method: AuthMethod, slug: String) -> AuthMethod {
     match method {
         AuthMethod::None { .. } => AuthMethod::None { slug },
         AuthMethod::Oauth2 { .. } => AuthMethod::Oauth2 { slug },
+        AuthMethod::StdioEnv { vars, .. } => AuthMethod::StdioEnv { slug, vars },
         AuthMethod::Apikey {
             label, placements, ..
         } => AuthMethod::Apikey {
@@ -334,6 +371,7 @@ pub fn default_auth_slug(method: &AuthMethod) -> &'static str {
     match method {
         AuthMethod::None { .. } => "none",
         AuthMethod::Oauth2 { .. } => "oauth2",
+        AuthMethod::StdioEnv { .. } => "env",
         AuthMethod::Apikey { placements, .. } if placements.len() == 1 => {
             match placements[0].carrier {
                 Carrier::Header => "header",
@@ -453,6 +491,33 @@ mod tests {
         );
         assert_eq!(r.headers.get("X-Fixed").map(String::as_str), Some("1"));
         assert!(r.query.is_empty(), "a placement without a value is skipped");
+    }
+
+    #[test]
+    fn stdio_env_renders_into_env() {
+        let m: AuthMethod = serde_json::from_value(
+            json!({"slug": "env", "kind": "stdio_env", "vars": ["API_KEY", "REGION", "API_KEY"]}),
+        )
+        .unwrap();
+        assert_eq!(m.slug(), "env");
+        assert_eq!(m.label(), "Environment variables");
+        assert_eq!(m.variables(), vec!["API_KEY", "REGION"]);
+        assert_eq!(
+            serde_json::to_value(&m).unwrap(),
+            json!({"kind": "stdio_env", "slug": "env", "vars": ["API_KEY", "REGION", "API_KEY"]})
+        );
+        let values = BTreeMap::from([("API_KEY".to_owned(), "k".to_owned())]);
+        let r = render(&m, &values);
+        assert_eq!(
+            r.env,
+            BTreeMap::from([("API_KEY".to_owned(), "k".to_owned())])
+        );
+        assert!(r.headers.is_empty() && r.query.is_empty());
+        let p = &m.placements()[1];
+        assert_eq!(
+            (p.carrier, p.name.as_str(), p.variable_name()),
+            (Carrier::Env, "REGION", Some("REGION"))
+        );
     }
 
     #[test]

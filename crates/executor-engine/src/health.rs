@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use executor_core::ToolOutcome;
 use executor_core::auth::{AuthMethod, Rendered, render, select_method};
 use executor_core::{Owner, now_ms};
-use executor_mcp::{McpError, RemoteTarget};
+use executor_mcp::McpError;
 use executor_openapi::Binding;
 use executor_store::{ConnectionKey, IntegrationRecord};
 use serde::{Deserialize, Serialize};
@@ -697,19 +697,7 @@ impl Engine {
                 integration.slug
             )));
         };
-        let mut headers = config.headers.clone();
-        headers.extend(probe.rendered.headers);
-        let mut query = config.query_params.clone();
-        query.extend(probe.rendered.query);
-        let target = RemoteTarget {
-            endpoint: config.endpoint.clone(),
-            transport: config
-                .remote_transport
-                .parse()
-                .unwrap_or(executor_mcp::RemoteTransport::Auto),
-            headers,
-            query,
-        };
+        let target = config.target_with(&probe.rendered);
         Ok(match self.inner.mcp.discover(&target).await {
             Ok(found) => {
                 let mut result = HealthCheckResult::new(

@@ -38,7 +38,7 @@ pub use graphql_plugin::{
     AddGraphqlIntegration, GraphqlConfigView, GraphqlIntegrationAdded, GraphqlIntegrationView,
 };
 pub use health::{HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection};
-pub use mcp_plugin::{AddMcpServer, McpAuthShorthand, McpServerView, ProbeView};
+pub use mcp_plugin::{AddMcpServer, AddStdioMcpServer, McpAuthShorthand, McpServerView, ProbeView};
 pub use openapi_plugin::{
     AddOpenApiSpec, AddedOpenApiSpec, AuthTemplateMode, OpenApiConfigView, OpenApiIntegrationView,
     OpenApiPreview, OpenApiSpecSource, OpenApiSpecUpdate,

@@ -4,15 +4,15 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
-use executor_core::auth::{AuthMethod, Carrier, Placement};
-use executor_core::{ToolAddress, ToolError, ToolOutcome, now_ms, slugify};
-use executor_mcp::{McpError, RemoteTarget, RemoteTransport, SessionKey};
+use executor_core::auth::{AuthMethod, Carrier, Placement, Rendered};
+use executor_core::{Owner, ToolAddress, ToolError, ToolOutcome, now_ms, slugify};
+use executor_mcp::{McpError, RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target};
 use executor_sandbox::HostReply;
 use executor_store::{ConnectionKey, IntegrationRecord, StoreError, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::session_label;
+use crate::catalog::{ConnectionInput, CredentialOrigin, session_label};
 use crate::dispatch::{ExecutionCtx, internal_tool_error};
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::Produced;
@@ -20,24 +20,31 @@ use crate::{Engine, Inner};
 
 pub(crate) const PLUGIN_ID: &str = "mcp";
 
-/// Stored (plugin-private) config of a remote MCP integration.
+/// Stored (plugin-private) config of an MCP integration (spec §3.9): remote `{transport:"remote",
+/// endpoint, remoteTransport, queryParams?, headers?, authenticationTemplate}` or stdio
+/// `{transport:"stdio", command, args?, cwd?, env? (legacy static env), authenticationTemplate}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct McpConfig {
     pub(crate) transport: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub(crate) endpoint: String,
-    #[serde(default = "default_remote_transport")]
-    pub(crate) remote_transport: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) remote_transport: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) query_params: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) headers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) args: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) env: BTreeMap<String, String>,
     #[serde(default)]
     pub(crate) authentication_template: Vec<AuthMethod>,
-}
-
-fn default_remote_transport() -> String {
-    "auto".to_owned()
 }
 
 impl McpConfig {
@@ -45,19 +52,43 @@ impl McpConfig {
         serde_json::from_value(value.clone()).ok()
     }
 
+    pub(crate) fn is_stdio(&self) -> bool {
+        self.transport == "stdio"
+    }
+
     fn remote_transport(&self) -> RemoteTransport {
         self.remote_transport
-            .parse()
+            .as_deref()
+            .and_then(|t| t.parse().ok())
             .unwrap_or(RemoteTransport::Auto)
     }
 
-    fn target(&self) -> RemoteTarget {
-        RemoteTarget {
+    /// The server as dialled with `rendered` credentials: remote placements overwrite same-named
+    /// static headers / query parameters; a stdio server's environment is the static `env` plus
+    /// the connection's `stdio_env` values (on top of the executor's own environment).
+    pub(crate) fn target_with(&self, rendered: &Rendered) -> Target {
+        if self.is_stdio() {
+            let mut env = self.env.clone();
+            env.extend(rendered.env.clone());
+            return Target::Stdio(StdioTarget {
+                command: self.command.clone().unwrap_or_default(),
+                args: self.args.clone(),
+                cwd: self.cwd.clone(),
+                env,
+                // The vault's master key stays with the executor.
+                env_remove: vec![executor_store::SECRET_KEY_ENV.to_owned()],
+            });
+        }
+        let mut headers = self.headers.clone();
+        headers.extend(rendered.headers.clone());
+        let mut query = self.query_params.clone();
+        query.extend(rendered.query.clone());
+        Target::Remote(RemoteTarget {
             endpoint: self.endpoint.clone(),
             transport: self.remote_transport(),
-            headers: self.headers.clone(),
-            query: self.query_params.clone(),
-        }
+            headers,
+            query,
+        })
     }
 }
 
@@ -70,6 +101,21 @@ pub enum McpAuthShorthand {
         prefix: Option<String>,
     },
     Oauth2,
+}
+
+/// Input of adding a stdio MCP server (`transport:"stdio"` of `POST /api/mcp/servers`).
+#[derive(Debug, Clone, Default)]
+pub struct AddStdioMcpServer {
+    pub name: String,
+    pub description: Option<String>,
+    pub command: String,
+    pub args: Vec<String>,
+    /// Secret environment variables the server needs (declared; values come with a connection).
+    pub env_vars: Vec<String>,
+    /// Values supplied at add time: they go to the auto-created `default` connection.
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    pub slug: Option<String>,
 }
 
 /// Input of adding a remote MCP server.
@@ -127,6 +173,38 @@ fn url_host(endpoint: &str) -> Option<String> {
     let authority = rest.split(['/', '?', '#']).next()?;
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     Some(host.split(':').next().unwrap_or(host).to_owned())
+}
+
+/// The slug of a stdio server: the slugified name, else the command's basename, else `mcp`.
+fn default_stdio_slug(name: &str, command: &str) -> String {
+    let from_name = slugify(name);
+    if !from_name.is_empty() {
+        return from_name;
+    }
+    let base = command
+        .trim()
+        .rsplit(['/', '\\'])
+        .next()
+        .map(slugify)
+        .unwrap_or_default();
+    if base.is_empty() {
+        "mcp".to_owned()
+    } else {
+        base
+    }
+}
+
+/// An environment variable name a process can be given.
+fn valid_env_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['=', '\0']) && name.trim() == name
+}
+
+fn stdio_error(message: String) -> EngineError {
+    EngineError::McpConnection {
+        transport: "stdio".to_owned(),
+        message,
+        http_status: None,
+    }
 }
 
 fn connect_error(e: McpError) -> EngineError {
@@ -286,12 +364,21 @@ impl Engine {
         let config = McpConfig {
             transport: "remote".to_owned(),
             endpoint: input.endpoint.clone(),
-            remote_transport: input.remote_transport.as_str().to_owned(),
+            remote_transport: Some(input.remote_transport.as_str().to_owned()),
             query_params: input.query_params,
             headers: input.headers,
+            command: None,
+            args: Vec::new(),
+            cwd: None,
+            env: BTreeMap::new(),
             authentication_template,
         };
-        match self.inner.mcp.discover(&config.target()).await {
+        match self
+            .inner
+            .mcp
+            .discover(&config.target_with(&Rendered::default()))
+            .await
+        {
             Ok(_) => {}
             Err(e) if is_auth_wall(&e) => {}
             Err(e) => return Err(connect_error(e)),
@@ -335,6 +422,150 @@ impl Engine {
         }
     }
 
+    /// Adds a stdio MCP server (spec §3.9) after spawning it once and listing its tools with the
+    /// supplied env values; nothing is stored when that fails. Declared secrets (`envVars` and the
+    /// keys of `env`) become the `stdio_env` method `env`; the org connection `default` is created
+    /// when values were supplied (template `env`) or nothing is declared (template `none`).
+    pub async fn add_stdio_mcp_server(&self, input: AddStdioMcpServer) -> EngineResult<String> {
+        let command = input.command.trim().to_owned();
+        if command.is_empty() {
+            return Err(stdio_error(
+                "A stdio MCP server needs a command.".to_owned(),
+            ));
+        }
+        let mut vars: Vec<String> = Vec::new();
+        for var in input.env_vars.iter().chain(input.env.keys()) {
+            if !valid_env_name(var) {
+                return Err(stdio_error(format!(
+                    "{var:?} is not a valid environment variable name."
+                )));
+            }
+            if !vars.contains(var) {
+                vars.push(var.clone());
+            }
+        }
+        let slug = match input
+            .slug
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            Some(s) => s.to_owned(),
+            None => default_stdio_slug(&input.name, &command),
+        };
+        if slug == crate::BUILTIN_INTEGRATION
+            || self
+                .inner
+                .store
+                .get_integration(&self.inner.scope, &slug)
+                .await?
+                .is_some()
+        {
+            return Err(EngineError::IntegrationAlreadyExists { slug });
+        }
+        let authentication_template = if vars.is_empty() {
+            vec![AuthMethod::none()]
+        } else {
+            vec![AuthMethod::StdioEnv {
+                slug: "env".to_owned(),
+                vars,
+            }]
+        };
+        let config = McpConfig {
+            transport: "stdio".to_owned(),
+            endpoint: String::new(),
+            remote_transport: None,
+            query_params: BTreeMap::new(),
+            headers: BTreeMap::new(),
+            command: Some(command),
+            args: input.args,
+            cwd: input.cwd.filter(|c| !c.trim().is_empty()),
+            env: BTreeMap::new(),
+            authentication_template,
+        };
+        let probe = Rendered {
+            env: input.env.clone(),
+            ..Rendered::default()
+        };
+        let Target::Stdio(target) = config.target_with(&probe) else {
+            unreachable!("a stdio config yields a stdio target")
+        };
+        match self.inner.mcp.discover(&target).await {
+            Ok(_) => {}
+            Err(McpError::Timeout { .. }) => {
+                return Err(stdio_error(format!(
+                    "The stdio MCP server `{}` did not answer in time (tools/list within {} s).",
+                    target.command_line(),
+                    self.inner.mcp.config().discovery_timeout.as_secs()
+                )));
+            }
+            Err(e) => return Err(connect_error(e)),
+        }
+        let now = now_ms();
+        let name = if input.name.trim().is_empty() {
+            slug.clone()
+        } else {
+            input.name.trim().to_owned()
+        };
+        let record = IntegrationRecord {
+            slug: slug.clone(),
+            plugin_id: PLUGIN_ID.to_owned(),
+            description: Some(
+                input
+                    .description
+                    .filter(|d| !d.is_empty())
+                    .unwrap_or_else(|| name.clone()),
+            ),
+            name: Some(name),
+            config: serde_json::to_value(&config)
+                .map_err(|e| EngineError::Internal(e.to_string()))?,
+            can_remove: true,
+            can_refresh: true,
+            config_revised_at: Some(now),
+            created_at: now,
+            updated_at: now,
+        };
+        match self
+            .inner
+            .store
+            .insert_integration(&self.inner.scope, &record)
+            .await
+        {
+            Ok(()) => {}
+            Err(StoreError::AlreadyExists) => {
+                return Err(EngineError::IntegrationAlreadyExists { slug });
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.catalog_changed();
+        let template = match (input.env.is_empty(), config.authentication_template.first()) {
+            (false, _) => Some("env"),
+            (true, Some(AuthMethod::None { .. })) => Some("none"),
+            _ => None,
+        };
+        if let Some(template) = template {
+            let created = self
+                .create_connection(ConnectionInput {
+                    owner: Owner::Org,
+                    name: "default".to_owned(),
+                    integration: slug.clone(),
+                    template: template.to_owned(),
+                    identity_label: None,
+                    description: None,
+                    origin: CredentialOrigin::Values(input.env),
+                })
+                .await;
+            if let Err(e) = created {
+                // Leave nothing half-made behind.
+                if let Err(cleanup) = self.remove_integration(&slug).await {
+                    tracing::warn!(error = %cleanup, %slug, "could not remove a half-added stdio server");
+                }
+                return Err(e);
+            }
+        }
+        Ok(slug)
+    }
+
     /// `None` when the slug is unknown or not an MCP integration.
     pub async fn get_mcp_server(&self, slug: &str) -> EngineResult<Option<McpServerView>> {
         let Some(record) = self
@@ -363,7 +594,7 @@ impl Engine {
 /// Where and how a connection's tools are reached: the request target with credentials rendered
 /// in, and the pool identity of its downstream session.
 pub(crate) struct ResolvedTarget {
-    pub(crate) target: RemoteTarget,
+    pub(crate) target: Target,
     pub(crate) key: SessionKey,
 }
 
@@ -384,10 +615,8 @@ pub(crate) async fn resolve_target(
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
         };
-    let mut target = config.target();
-    target.headers.extend(credentials.rendered.headers);
-    target.query.extend(credentials.rendered.query);
-    let session = SessionKey::new(
+    let target = config.target_with(&credentials.rendered);
+    let session = SessionKey::for_target(
         &target,
         &credentials.connection.template,
         &credentials.values,
@@ -406,7 +635,9 @@ pub(crate) fn auth_methods(config: &Value) -> Vec<AuthMethod> {
 }
 
 pub(crate) fn display_url(config: &Value) -> Option<String> {
-    McpConfig::from_value(config).map(|c| c.endpoint)
+    McpConfig::from_value(config)
+        .filter(|c| !c.is_stdio())
+        .map(|c| c.endpoint)
 }
 
 /// Lists the server's tools with the connection's credentials.

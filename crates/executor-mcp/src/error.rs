@@ -260,7 +260,7 @@ fn describe(endpoint: &str, d: &Diagnosis, fallback: &str) -> String {
     format!("MCP server at {endpoint}: {fallback}")
 }
 
-fn truncate(s: &str, max: usize) -> String {
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_owned();
     }

@@ -6,7 +6,9 @@
 //!   finishes, at most one idle session per key is kept for later executions (idle TTL), the rest are
 //!   closed with HTTP DELETE.
 //! * Transports: streamable HTTP (rmcp's reqwest client) and legacy HTTP+SSE (2024-11-05, our own shim in
-//!   [`sse`]), or `auto` (streamable HTTP first, SSE fallback unless the server answered 401/403).
+//!   [`sse`]), or `auto` (streamable HTTP first, SSE fallback unless the server answered 401/403); and
+//!   stdio ([`StdioTarget`]: a child process per session, in its own process group, terminated and
+//!   reaped when its session closes).
 //! * Elicitations (`elicitation/create`, form or URL) a server sends while it handles a `tools/call` go
 //!   to the [`Elicitor`] that call was made with ([`ExecutionScope::call_tool_with`]); sessions that
 //!   make tool calls advertise elicitation `{form:{}, url:{}}`, discovery sessions none.
@@ -21,6 +23,8 @@ pub mod sse;
 mod target;
 
 #[cfg(feature = "testing")]
+pub mod stdio_fixture;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use discovery::{DiscoveredTool, Discovery, ProbeResult, map_tools};
@@ -28,7 +32,7 @@ pub use elicit::{ElicitAction, ElicitAnswer, Elicitation, Elicitor};
 pub use error::McpError;
 pub use outcome::{call_result_to_outcome, error_to_outcome, is_unknown_tool_message};
 pub use pool::{ExecutionScope, McpClient, McpClientConfig};
-pub use target::{RemoteTarget, RemoteTransport, SessionKey};
+pub use target::{RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target, TargetRef};
 
 /// Client identity sent in `initialize` (spec §6).
 pub const CLIENT_NAME: &str = "executor-mcp";

@@ -24,7 +24,7 @@ use crate::discovery::{Discovery, ProbeResult, map_tools};
 use crate::elicit::{Elicitor, Routes};
 use crate::error::{self, McpError};
 use crate::sse::SseClientTransport;
-use crate::target::{RemoteTarget, RemoteTransport, SessionKey};
+use crate::target::{RemoteTarget, RemoteTransport, SessionKey, StdioTarget, TargetRef};
 use crate::{CLIENT_NAME, CLIENT_VERSION};
 
 /// Tunables of the downstream client.
@@ -245,7 +245,7 @@ impl Inner {
 
     async fn dial(
         &self,
-        target: &RemoteTarget,
+        target: TargetRef<'_>,
         key: &SessionKey,
     ) -> Result<Arc<Session>, McpError> {
         let routes = Arc::new(Routes::default());
@@ -285,7 +285,7 @@ impl Inner {
     /// A pooled session for `key` if one is idle and fresh; else a new dial. `bool` = reused.
     async fn acquire(
         &self,
-        target: &RemoteTarget,
+        target: TargetRef<'_>,
         key: &SessionKey,
     ) -> Result<(Arc<Session>, bool), McpError> {
         let idle = lock(&self.state).idle.remove(key.digest());
@@ -333,10 +333,14 @@ impl Inner {
 /// Build the rmcp client transport for `target` and run the handshake.
 async fn connect(
     http: &HttpClients,
-    target: &RemoteTarget,
+    target: TargetRef<'_>,
     handler: Handler,
     sse_timeout: Duration,
 ) -> Result<Service, McpError> {
+    let target = match target {
+        TargetRef::Remote(remote) => remote,
+        TargetRef::Stdio(stdio) => return connect_stdio(stdio, handler).await,
+    };
     match target.transport {
         RemoteTransport::StreamableHttp => {
             connect_streamable(&http.streamable, target, handler).await
@@ -463,6 +467,102 @@ async fn connect_sse(
         .map_err(|e| error::connect_error(T, &target.endpoint, &e))
 }
 
+/// Lines of a stdio server's stderr kept for error messages.
+const STDERR_TAIL: usize = 20;
+
+/// Spawn a stdio MCP server and run the handshake. The child runs in its own process group (so
+/// closing the session also ends what it started), with `kill_on_drop`; its stderr is logged at
+/// debug level and the last lines are quoted when the handshake fails.
+async fn connect_stdio(target: &StdioTarget, handler: Handler) -> Result<Service, McpError> {
+    use rmcp::transport::TokioChildProcess;
+    use tokio::io::AsyncBufReadExt;
+
+    const T: &str = "stdio";
+    let command_line = target.command_line();
+    let fail = |message: String| McpError::Connect {
+        transport: T.to_owned(),
+        message,
+        http_status: None,
+    };
+    if target.command.trim().is_empty() {
+        return Err(fail("A stdio MCP server needs a command.".to_owned()));
+    }
+    let mut command = tokio::process::Command::new(&target.command);
+    for name in &target.env_remove {
+        command.env_remove(name);
+    }
+    command
+        .args(&target.args)
+        .envs(&target.env)
+        .kill_on_drop(true);
+    if let Some(cwd) = target.cwd.as_deref().filter(|c| !c.trim().is_empty()) {
+        command.current_dir(cwd);
+    }
+    #[allow(unused_mut)]
+    let mut wrapped = process_wrap::tokio::CommandWrap::from(command);
+    #[cfg(unix)]
+    wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+    let (transport, stderr) = TokioChildProcess::builder(wrapped)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            let cwd = target
+                .cwd
+                .as_deref()
+                .map(|c| format!(" in {c}"))
+                .unwrap_or_default();
+            fail(format!(
+                "Couldn't start the stdio MCP server `{command_line}`{cwd}: {e}"
+            ))
+        })?;
+    let pid = transport.id();
+    let tail: Arc<Mutex<std::collections::VecDeque<String>>> = Arc::default();
+    let reader = stderr.map(|stderr| {
+        let tail = tail.clone();
+        let command_line = command_line.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(command = %command_line, pid, "stdio MCP server: {line}");
+                let mut tail = lock(&tail);
+                if tail.len() == STDERR_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(error::truncate(&line, 500));
+            }
+        })
+    });
+    match handler.serve(transport).await {
+        Ok(service) => {
+            tracing::debug!(command = %command_line, pid, "stdio MCP server started");
+            Ok(service)
+        }
+        Err(e) => {
+            // The child is gone (or being killed): give its last words a moment to arrive.
+            if let Some(reader) = reader {
+                let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+            }
+            let reason = match &e {
+                rmcp::service::ClientInitializeError::ConnectionClosed(_) => {
+                    "it exited or closed its stdout during the handshake".to_owned()
+                }
+                rmcp::service::ClientInitializeError::JsonRpcError(e) => {
+                    format!("initialize failed: {}", e.message)
+                }
+                other => other.to_string(),
+            };
+            let stderr: Vec<String> = lock(&tail).iter().cloned().collect();
+            let mut message = format!(
+                "The stdio MCP server `{command_line}` did not complete the MCP handshake: {reason}"
+            );
+            if !stderr.is_empty() {
+                message.push_str(&format!("; its stderr ended with: {}", stderr.join("\n")));
+            }
+            Err(fail(message))
+        }
+    }
+}
+
 /// The downstream MCP client: discovery plus the session pool. Cheap to clone.
 #[derive(Clone)]
 pub struct McpClient {
@@ -524,7 +624,11 @@ impl McpClient {
 
     /// Fresh session, paginated `tools/list` (≤ `max_pages`), then the session is closed. The whole
     /// discovery is bounded by `discovery_timeout`.
-    pub async fn discover(&self, target: &RemoteTarget) -> Result<Discovery, McpError> {
+    pub async fn discover<'a>(
+        &self,
+        target: impl Into<TargetRef<'a>>,
+    ) -> Result<Discovery, McpError> {
+        let target: TargetRef<'a> = target.into();
         let timeout = self.inner.config.discovery_timeout;
         let max_pages = self.inner.config.max_pages.max(1);
         let handler = Handler {
@@ -535,7 +639,7 @@ impl McpClient {
         let http = self.inner.http.clone();
         let work = async move {
             let service = connect(&http, target, handler, timeout).await?;
-            let listed = list_all_tools(service.peer(), &target.endpoint, max_pages).await;
+            let listed = list_all_tools(service.peer(), &target.describe(), max_pages).await;
             let info = service.peer().peer_info();
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, service.cancel()).await;
             let tools = listed?;
@@ -556,7 +660,10 @@ impl McpClient {
     }
 
     /// Probe (spec §3.9): full discovery; 401/403 → `requires_authentication`.
-    pub async fn probe(&self, target: &RemoteTarget) -> Result<ProbeResult, McpError> {
+    pub async fn probe<'a>(
+        &self,
+        target: impl Into<TargetRef<'a>>,
+    ) -> Result<ProbeResult, McpError> {
         match self.discover(target).await {
             Ok(d) => Ok(ProbeResult {
                 connected: true,
@@ -730,7 +837,7 @@ impl ExecutionScope {
     async fn session(
         &self,
         key: &SessionKey,
-        target: &RemoteTarget,
+        target: TargetRef<'_>,
         force_fresh: Option<&Arc<Session>>,
     ) -> Result<(Arc<Session>, bool), McpError> {
         let slot = lock(&self.slots)
@@ -843,10 +950,10 @@ impl ExecutionScope {
     /// `tools/call {name: real_name, arguments}` on this scope's session for `key`.
     /// Returns the raw CallToolResult as JSON (content / structuredContent / isError).
     /// Elicitations the server sends during the call are cancelled (see [`Self::call_tool_with`]).
-    pub async fn call_tool(
+    pub async fn call_tool<'a>(
         &self,
         key: &SessionKey,
-        target: &RemoteTarget,
+        target: impl Into<TargetRef<'a>>,
         real_name: &str,
         arguments: serde_json::Map<String, Value>,
     ) -> Result<Value, McpError> {
@@ -856,23 +963,19 @@ impl ExecutionScope {
 
     /// [`Self::call_tool`], with `elicitor` answering the `elicitation/create` requests the server
     /// sends while it handles this call.
-    pub async fn call_tool_with(
+    pub async fn call_tool_with<'a>(
         &self,
         key: &SessionKey,
-        target: &RemoteTarget,
+        target: impl Into<TargetRef<'a>>,
         real_name: &str,
         arguments: serde_json::Map<String, Value>,
         elicitor: Option<Arc<dyn Elicitor>>,
     ) -> Result<Value, McpError> {
+        let target: TargetRef<'a> = target.into();
+        let endpoint = target.describe();
         let (session, reused) = self.session(key, target, None).await?;
         match self
-            .invoke(
-                &session,
-                &target.endpoint,
-                real_name,
-                &arguments,
-                elicitor.clone(),
-            )
+            .invoke(&session, &endpoint, real_name, &arguments, elicitor.clone())
             .await
         {
             Ok(v) => Ok(v),
@@ -884,7 +987,7 @@ impl ExecutionScope {
                     "pooled MCP session expired; redialling once"
                 );
                 let (fresh, _) = self.session(key, target, Some(&session)).await?;
-                self.invoke(&fresh, &target.endpoint, real_name, &arguments, elicitor)
+                self.invoke(&fresh, &endpoint, real_name, &arguments, elicitor)
                     .await
                     .map_err(|(e, _)| e)
             }

@@ -86,6 +86,94 @@ impl RemoteTarget {
     }
 }
 
+/// A stdio MCP server as spawned: `command args` in `cwd`, with `env` set on top of the
+/// executor's own environment (the integration's static env, then the connection's `stdio_env`
+/// values, already merged by the caller).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StdioTarget {
+    pub command: String,
+    pub args: Vec<String>,
+    pub cwd: Option<String>,
+    pub env: BTreeMap<String, String>,
+    /// Variables of the executor's own environment the server must not inherit (its secrets).
+    pub env_remove: Vec<String>,
+}
+
+impl StdioTarget {
+    pub fn new(command: impl Into<String>) -> Self {
+        Self {
+            command: command.into(),
+            ..Self::default()
+        }
+    }
+
+    /// `command arg1 arg2…` as shown in messages (never the environment: it holds secrets).
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.command.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Where a downstream MCP server lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Remote(RemoteTarget),
+    Stdio(StdioTarget),
+}
+
+impl From<RemoteTarget> for Target {
+    fn from(t: RemoteTarget) -> Self {
+        Target::Remote(t)
+    }
+}
+
+impl From<StdioTarget> for Target {
+    fn from(t: StdioTarget) -> Self {
+        Target::Stdio(t)
+    }
+}
+
+/// A borrowed [`Target`]: what the client's methods take (`&RemoteTarget`, `&StdioTarget` and
+/// `&Target` all convert).
+#[derive(Debug, Clone, Copy)]
+pub enum TargetRef<'a> {
+    Remote(&'a RemoteTarget),
+    Stdio(&'a StdioTarget),
+}
+
+impl TargetRef<'_> {
+    /// The endpoint, or the command line of a stdio server (for messages).
+    pub fn describe(&self) -> String {
+        match self {
+            TargetRef::Remote(t) => t.endpoint.clone(),
+            TargetRef::Stdio(t) => t.command_line(),
+        }
+    }
+}
+
+impl<'a> From<&'a RemoteTarget> for TargetRef<'a> {
+    fn from(t: &'a RemoteTarget) -> Self {
+        TargetRef::Remote(t)
+    }
+}
+
+impl<'a> From<&'a StdioTarget> for TargetRef<'a> {
+    fn from(t: &'a StdioTarget) -> Self {
+        TargetRef::Stdio(t)
+    }
+}
+
+impl<'a> From<&'a Target> for TargetRef<'a> {
+    fn from(t: &'a Target) -> Self {
+        match t {
+            Target::Remote(r) => TargetRef::Remote(r),
+            Target::Stdio(s) => TargetRef::Stdio(s),
+        }
+    }
+}
+
 /// Pool identity of a downstream session. Two calls with equal keys may share a session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SessionKey {
@@ -109,6 +197,34 @@ impl SessionKey {
             "remoteTransport": target.transport.as_str(),
             "headers": target.headers,
             "queryParams": target.query,
+            "template": template,
+            "credentials": credentials,
+        });
+        let digest = hex::encode(Sha256::digest(canonical.to_string().as_bytes()));
+        Self {
+            digest,
+            label: label.into(),
+        }
+    }
+
+    /// [`SessionKey::new`] for any target: a stdio server's identity is its command, arguments,
+    /// working directory and environment (with the auth template and credential values).
+    pub fn for_target<'a>(
+        target: impl Into<TargetRef<'a>>,
+        template: &str,
+        credentials: &BTreeMap<String, String>,
+        label: impl Into<String>,
+    ) -> Self {
+        let target = match target.into() {
+            TargetRef::Remote(remote) => return Self::new(remote, template, credentials, label),
+            TargetRef::Stdio(stdio) => stdio,
+        };
+        let canonical = serde_json::json!({
+            "transport": "stdio",
+            "command": target.command,
+            "args": target.args,
+            "cwd": target.cwd,
+            "env": target.env,
             "template": template,
             "credentials": credentials,
         });

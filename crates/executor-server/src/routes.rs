@@ -10,8 +10,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use executor_core::Owner;
 use executor_engine::{
-    AddMcpServer, ConnectionInput, CredentialOrigin, Engine, McpAuthShorthand, ResumeAction,
-    ToolListFilter,
+    AddMcpServer, AddStdioMcpServer, ConnectionInput, CredentialOrigin, Engine, McpAuthShorthand,
+    ResumeAction, ToolListFilter,
 };
 use executor_store::ConnectionKey;
 use serde::de::DeserializeOwned;
@@ -135,13 +135,25 @@ async fn add_mcp_server(
 ) -> ApiResult {
     match body.transport.as_deref() {
         None | Some("remote") => {}
+        // Local builds allow stdio servers (the spec's `dangerouslyAllowStdioMCP` is on).
         Some("stdio") => {
-            return Err(executor_engine::EngineError::McpConnection {
-                transport: "stdio".to_owned(),
-                message: "stdio MCP servers are not supported by this build yet; add a remote (HTTP) server.".to_owned(),
-                http_status: None,
-            }
-            .into());
+            let command = body
+                .command
+                .filter(|c| !c.trim().is_empty())
+                .ok_or_else(|| ApiError::schema("A stdio MCP server needs a command."))?;
+            let slug = engine
+                .add_stdio_mcp_server(AddStdioMcpServer {
+                    name: body.name,
+                    description: body.description,
+                    command,
+                    args: body.args,
+                    env_vars: body.env_vars,
+                    env: body.env,
+                    cwd: body.cwd,
+                    slug: body.slug,
+                })
+                .await?;
+            return ok(json!({ "slug": slug }));
         }
         Some(other) => {
             return Err(ApiError::schema(format!(

@@ -37,10 +37,10 @@ fn auth_method(method: &AuthMethod) -> Value {
         AuthMethod::Oauth2 { slug } => {
             json!({"id": slug, "label": method.label(), "kind": "oauth", "template": slug})
         }
-        AuthMethod::Apikey {
-            slug, placements, ..
-        } => {
-            let placements: Vec<Value> = placements
+        AuthMethod::Apikey { slug, .. } | AuthMethod::StdioEnv { slug, .. } => {
+            // stdio_env projects as an apikey with one `env` placement per variable (§1.3).
+            let placements: Vec<Value> = method
+                .placements()
                 .iter()
                 .map(|p| {
                     let mut v = json!({
@@ -265,6 +265,17 @@ pub(crate) struct AddServerBody {
     pub(crate) authentication_template: Option<Vec<AuthMethod>>,
     #[serde(default)]
     pub(crate) auth: Option<AuthShorthandBody>,
+    // stdio
+    #[serde(default)]
+    pub(crate) command: Option<String>,
+    #[serde(default)]
+    pub(crate) args: Vec<String>,
+    #[serde(default)]
+    pub(crate) env_vars: Vec<String>,
+    #[serde(default)]
+    pub(crate) env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(crate) cwd: Option<String>,
 }
 
 #[derive(Deserialize)]
