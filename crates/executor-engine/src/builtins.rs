@@ -227,8 +227,8 @@ pub(crate) async fn run_static(engine: &Engine, tool: &StaticTool, args: &Value)
     let reply = match tool.fqid {
         "executor.coreTools.integrations.list" => integrations_list(engine, args).await,
         "executor.coreTools.connections.list" => connections_list(engine, args).await,
-        "executor.coreTools.providers.list" => Ok(Ok(json!([crate::catalog::DEFAULT_PROVIDER]))),
-        "executor.coreTools.providers.items" => Ok(Ok(json!([]))),
+        "executor.coreTools.providers.list" => Ok(Ok(json!(engine.list_providers()))),
+        "executor.coreTools.providers.items" => providers_items(engine, args).await,
         "executor.coreTools.policies.list" => policies_list(engine).await,
         "executor.coreTools.policies.create" => policies_create(engine, args).await,
         "executor.coreTools.policies.update" => policies_update(engine, args).await,
@@ -262,6 +262,23 @@ pub(crate) async fn run_static(engine: &Engine, tool: &StaticTool, args: &Value)
         ),
         Err(e) => HostReply::Reject(crate::dispatch::internal_tool_error(&e.to_string())),
     }
+}
+
+/// `[{id, name}]` of a provider: names only, never values; empty for unknown providers.
+async fn providers_items(engine: &Engine, args: &Value) -> BuiltinResult {
+    const T: &str = "executor.coreTools.providers.items";
+    let provider = match object_args(T, args).and_then(|map| string_arg(map, T, "provider")) {
+        Ok(Some(provider)) => provider,
+        Ok(None) => return Ok(Err(format!("{T}: provider is required"))),
+        Err(message) => return Ok(Err(message)),
+    };
+    let items = engine.provider_items(&provider).await?;
+    Ok(Ok(Value::Array(
+        items
+            .into_iter()
+            .map(|item| json!({"id": item.id, "name": item.name}))
+            .collect(),
+    )))
 }
 
 pub(crate) fn policy_json(p: &crate::PolicyView) -> Value {

@@ -15,9 +15,6 @@ use crate::kinds::Kind;
 /// Slug of the static built-in integration, always listed first.
 pub const BUILTIN_INTEGRATION: &str = "executor";
 
-/// The provider that holds pasted credential values (the encrypted vault in a later issue).
-pub(crate) const DEFAULT_PROVIDER: &str = "vault";
-
 /// An integration as the catalog presents it.
 #[derive(Debug, Clone)]
 pub struct IntegrationView {
@@ -196,12 +193,7 @@ impl Engine {
             .delete_integration(&self.inner.scope, slug)
             .await?;
         for connection in &connections {
-            for item in item_ids(&connection.item_ids).values() {
-                self.inner
-                    .store
-                    .delete_secret(&self.inner.scope, item)
-                    .await?;
-            }
+            self.delete_owned_items(connection).await?;
         }
         let prefix = format!("{slug}/");
         self.inner
@@ -271,34 +263,29 @@ impl Engine {
             name: name.clone(),
         };
         let item_prefix = format!("connection:{}:{}:{}", input.owner, input.integration, name);
-        // Pasted values go to the default provider; references name an item of a provider.
-        let (provider, pasted, referenced): (
-            String,
-            BTreeMap<String, String>,
-            BTreeMap<String, String>,
-        ) = match &input.origin {
+        // Pasted values go to the default writable provider; references name an item of any
+        // registered provider.
+        let providers = &self.inner.providers;
+        let (provider, pasted, referenced) = match &input.origin {
             CredentialOrigin::Value(v) => (
-                DEFAULT_PROVIDER.to_owned(),
+                providers.default_writable()?,
                 non_empty([("token".to_owned(), v.clone())]),
                 BTreeMap::new(),
             ),
             CredentialOrigin::Values(values) => (
-                DEFAULT_PROVIDER.to_owned(),
+                providers.default_writable()?,
                 non_empty(values.clone()),
                 BTreeMap::new(),
             ),
-            CredentialOrigin::From { provider, id } => {
-                if provider != DEFAULT_PROVIDER {
-                    return Err(EngineError::CredentialProviderNotRegistered {
+            CredentialOrigin::From { provider, id } => (
+                providers.get(provider).ok_or_else(|| {
+                    EngineError::CredentialProviderNotRegistered {
                         provider: provider.clone(),
-                    });
-                }
-                (
-                    provider.clone(),
-                    BTreeMap::new(),
-                    BTreeMap::from([("token".to_owned(), id.clone())]),
-                )
-            }
+                    }
+                })?,
+                BTreeMap::new(),
+                BTreeMap::from([("token".to_owned(), id.clone())]),
+            ),
         };
         if !is_none_template && pasted.is_empty() && referenced.is_empty() {
             return Err(EngineError::InvalidConnectionInput {
@@ -308,10 +295,7 @@ impl Engine {
         let mut item_ids = serde_json::Map::new();
         for (variable, value) in &pasted {
             let item = format!("{item_prefix}:{variable}");
-            self.inner
-                .store
-                .put_secret(&self.inner.scope, &item, value)
-                .await?;
+            provider.put(&item, value).await?;
             item_ids.insert(variable.clone(), Value::String(item));
         }
         for (variable, item) in referenced {
@@ -323,7 +307,7 @@ impl Engine {
             integration: input.integration.clone(),
             name,
             template: input.template.clone(),
-            provider,
+            provider: provider.key().to_owned(),
             item_ids: Value::Object(item_ids),
             identity_label: input.identity_label,
             description: input.description,
@@ -364,15 +348,29 @@ impl Engine {
             .store
             .delete_connection(&self.inner.scope, key)
             .await?;
-        for item in item_ids(&record.item_ids).values() {
-            self.inner
-                .store
-                .delete_secret(&self.inner.scope, item)
-                .await?;
-        }
+        self.delete_owned_items(&record).await?;
         let label = session_label(key);
         self.inner.mcp.close_where(move |l| l == label).await;
         self.catalog_changed();
+        Ok(())
+    }
+
+    /// Deletes the values a connection wrote (its pasted values, item ids
+    /// `connection:<owner>:<integration>:<name>:<variable>`) from its provider. Items it only
+    /// references (`from`) belong to the user and stay.
+    async fn delete_owned_items(&self, connection: &ConnectionRecord) -> EngineResult<()> {
+        let Some(provider) = self.inner.providers.get(&connection.provider) else {
+            return Ok(());
+        };
+        let prefix = format!(
+            "connection:{}:{}:{}:",
+            connection.owner, connection.integration, connection.name
+        );
+        for item in item_ids(&connection.item_ids).values() {
+            if item.starts_with(&prefix) {
+                provider.delete(item).await?;
+            }
+        }
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use executor_core::auth::{AuthMethod, Rendered, render, select_method};
 use executor_store::{ConnectionKey, ConnectionRecord};
 
 use crate::Inner;
-use crate::catalog::{item_ids, session_label};
+use crate::catalog::session_label;
 use crate::error::EngineResult;
 
 /// What a connection brings to a request.
@@ -33,12 +33,12 @@ pub(crate) async fn resolve(
         .get_connection(&inner.scope, key)
         .await?
         .ok_or_else(|| crate::catalog::connection_not_found(key))?;
-    let mut values = BTreeMap::new();
-    for (variable, item) in item_ids(&connection.item_ids) {
-        if let Some(value) = inner.store.get_secret(&inner.scope, &item).await? {
-            values.insert(variable, value);
-        }
-    }
+    let Some(values) = inner.providers.connection_values(&connection).await? else {
+        return Ok(Err(Box::new(provider_unavailable(
+            key,
+            &connection.provider,
+        ))));
+    };
     let mut rendered = Rendered::default();
     if let Some(method) = select_method(methods, &connection.template) {
         let missing: Vec<String> = method
@@ -72,6 +72,25 @@ fn missing_values(key: &ConnectionKey, missing: &[String]) -> ToolError {
         "category": "authentication",
         "integration": key.integration,
         "recovery": "Re-create the connection with its credential (executor.coreTools.connections.createHandoff).",
+    }))
+}
+
+/// The connection's values live in a provider this process has not registered (a keychain
+/// that is locked or absent now, a build without it).
+fn provider_unavailable(key: &ConnectionKey, provider: &str) -> ToolError {
+    ToolError::new(
+        "connection_value_missing",
+        format!(
+            "Connection {} reads its values from the credential provider {provider:?}, which is not available here.",
+            session_label(key)
+        ),
+    )
+    .with_retryable(false)
+    .with_details(serde_json::json!({
+        "category": "authentication",
+        "integration": key.integration,
+        "provider": provider,
+        "recovery": "Re-create the connection with a registered provider (executor.coreTools.providers.list).",
     }))
 }
 

@@ -17,7 +17,7 @@ use executor_store::{ConnectionKey, IntegrationRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::catalog::{DEFAULT_PROVIDER, IntegrationView, item_ids};
+use crate::catalog::IntegrationView;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::Kind;
 use crate::{CredentialOrigin, Engine, mcp_plugin, openapi_plugin};
@@ -456,17 +456,13 @@ impl Engine {
         }
         let integration = self.integration_record(&key.integration).await?;
         let methods = IntegrationView::from_record(&integration).auth_methods;
-        let mut values = BTreeMap::new();
-        for (variable, item) in item_ids(&connection.item_ids) {
-            if let Some(value) = self
-                .inner
-                .store
-                .get_secret(&self.inner.scope, &item)
-                .await?
-            {
-                values.insert(variable, value);
-            }
-        }
+        // An unregistered provider yields no values: the verdict is `expired` (missing values).
+        let values = self
+            .inner
+            .providers
+            .connection_values(&connection)
+            .await?
+            .unwrap_or_default();
         let label = crate::catalog::session_label(key);
         let result = match self.probe_credentials(&methods, &connection.template, values, label) {
             Ok(probe) => {
@@ -510,13 +506,14 @@ impl Engine {
             CredentialOrigin::Value(v) => BTreeMap::from([("token".to_owned(), v)]),
             CredentialOrigin::Values(v) => v,
             CredentialOrigin::From { provider, id } => {
-                if provider != DEFAULT_PROVIDER {
-                    return Err(EngineError::CredentialProviderNotRegistered { provider });
-                }
                 let value = self
                     .inner
-                    .store
-                    .get_secret(&self.inner.scope, &id)
+                    .providers
+                    .get(&provider)
+                    .ok_or_else(|| EngineError::CredentialProviderNotRegistered {
+                        provider: provider.clone(),
+                    })?
+                    .get(&id)
                     .await?
                     .ok_or_else(|| EngineError::InvalidConnectionInput {
                         message: format!("The provider {provider} has no item {id:?}."),

@@ -17,6 +17,7 @@ mod kinds;
 mod mcp_plugin;
 mod openapi_plugin;
 mod policies;
+mod providers;
 mod tool_cache;
 
 use std::sync::Arc;
@@ -44,6 +45,9 @@ pub use openapi_plugin::{
     OpenApiPreview, OpenApiSpecSource, OpenApiSpecUpdate,
 };
 pub use policies::PolicyView;
+pub use providers::{
+    AUTH_FILE_NAME, ProviderItem, ProvidersConfig, auth_file_from_env, auth_file_path,
+};
 
 /// Everything the engine needs to start. No `Default`: the binary decides.
 #[derive(Debug, Clone)]
@@ -58,6 +62,8 @@ pub struct EngineConfig {
     pub pause_ttl: Duration,
     /// How long settled executions stay in the history (default 7 days).
     pub history_retention: Duration,
+    /// Credential providers besides the vault (none by default: the binary decides).
+    pub providers: ProvidersConfig,
 }
 
 /// Default [`EngineConfig::pause_ttl`].
@@ -81,6 +87,7 @@ impl EngineConfig {
             mcp: McpClientConfig::default(),
             pause_ttl: DEFAULT_PAUSE_TTL,
             history_retention: DEFAULT_HISTORY_RETENTION,
+            providers: ProvidersConfig::default(),
         }
     }
 }
@@ -94,6 +101,8 @@ pub struct Engine {
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) scope: Scope,
+    /// Credential providers in registration order (`vault` first).
+    pub(crate) providers: providers::Providers,
     pub(crate) sandbox: SandboxPool,
     pub(crate) mcp: McpClient,
     /// Pooled HTTP client for OpenAPI and GraphQL upstreams (keep-alive across executions).
@@ -131,9 +140,11 @@ impl Engine {
         let mcp = McpClient::new(config.mcp.clone());
         let io = tokio::runtime::Handle::current();
         let history = history::HistoryWriter::spawn(&io, store.clone(), scope.clone());
+        let providers = providers::Providers::new(store.clone(), scope.clone(), &config.providers);
         let inner = Arc::new(Inner {
             store,
             scope,
+            providers,
             sandbox: SandboxPool::new(
                 config.sandbox.clone(),
                 config.js_threads,

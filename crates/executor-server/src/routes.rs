@@ -58,6 +58,8 @@ pub(crate) fn router(engine: Engine) -> Router {
             "/policies/{id}",
             axum::routing::patch(update_policy).delete(remove_policy),
         )
+        .route("/providers", get(list_providers))
+        .route("/providers/{key}/items", get(provider_items))
         .route("/tools", get(list_tools))
         .route("/tools/schema", get(tool_schema))
         .route("/executions", get(list_executions).post(execute))
@@ -236,6 +238,23 @@ async fn patch_integration(
 async fn remove_integration(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
     engine.remove_integration(&slug).await?;
     ok(json!({ "removed": true }))
+}
+
+// ---- credential providers ---------------------------------------------------------------
+
+async fn list_providers(State(engine): State<Engine>) -> ApiResult {
+    ok(json!(engine.list_providers()))
+}
+
+/// `[{id, name}]`: names only, never values; empty for unknown or non-listable providers.
+async fn provider_items(State(engine): State<Engine>, Path(key): Path<String>) -> ApiResult {
+    let items = engine.provider_items(&key).await?;
+    ok(Value::Array(
+        items
+            .into_iter()
+            .map(|item| json!({"id": item.id, "name": item.name}))
+            .collect(),
+    ))
 }
 
 // ---- connections ------------------------------------------------------------------------

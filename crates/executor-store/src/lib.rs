@@ -371,4 +371,6 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
     async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()>;
     async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>>;
     async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()>;
+    /// Item ids of the tenant's secrets, ordered; never their values.
+    async fn list_secret_ids(&self, scope: &Scope) -> Result<Vec<String>>;
 }

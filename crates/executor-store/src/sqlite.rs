@@ -1074,6 +1074,15 @@ impl Store for SqliteStore {
             .await?;
         Ok(())
     }
+
+    async fn list_secret_ids(&self, scope: &Scope) -> Result<Vec<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT item_id FROM secret WHERE tenant = ? ORDER BY item_id")
+                .bind(&scope.tenant)
+                .fetch_all(&self.reader)
+                .await?,
+        )
+    }
 }
 
 #[cfg(test)]

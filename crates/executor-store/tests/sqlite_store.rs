@@ -1020,6 +1020,17 @@ async fn secrets_round_trip() {
         store.get_secret(&bob(), "k").await.unwrap().as_deref(),
         Some("v2")
     );
+    // Listing names the tenant's item ids, ordered, never their values.
+    store.put_secret(&s, "a", "v0").await.unwrap();
+    assert_eq!(store.list_secret_ids(&s).await.unwrap(), vec!["a", "k"]);
+    assert!(
+        store
+            .list_secret_ids(&Scope::local("t2"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.delete_secret(&s, "a").await.unwrap();
     store.delete_secret(&s, "k").await.unwrap();
     assert_eq!(store.get_secret(&s, "k").await.unwrap(), None);
     store.delete_secret(&s, "k").await.unwrap();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use executor_engine::{Engine, EngineConfig};
+use executor_engine::{Engine, EngineConfig, ProvidersConfig};
 use executor_store::{Scope, SqliteStore, StoreError};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
@@ -91,6 +91,12 @@ pub(crate) async fn open_engine(
         local_scope(scope_dir),
         EngineConfig {
             pause_ttl,
+            // `file` reads $EXECUTOR_DATA_DIR/auth.json (or the XDG data home); `keychain` is
+            // tried in builds with the `keychain` feature.
+            providers: ProvidersConfig {
+                auth_file: executor_engine::auth_file_from_env(),
+                keychain: true,
+            },
             ..EngineConfig::with_js_timeout(execution_timeout)
         },
     );

@@ -35,6 +35,8 @@ pub struct Options {
     pub dir: Option<Arc<tempfile::TempDir>>,
     /// Require this bearer token (the harness's own client sends it).
     pub auth_token: Option<String>,
+    /// The `file` credential provider's JSON file; `<data dir>/auth.json` when `None`.
+    pub auth_file: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -44,6 +46,7 @@ impl Default for Options {
             allowed_hosts: Vec::new(),
             dir: None,
             auth_token: None,
+            auth_file: None,
         }
     }
 }
@@ -69,7 +72,17 @@ impl Harness {
         let engine = Engine::new(
             store,
             Scope::local("integration-test"),
-            EngineConfig::with_js_timeout(options.js_timeout),
+            EngineConfig {
+                providers: executor_engine::ProvidersConfig {
+                    auth_file: Some(
+                        options
+                            .auth_file
+                            .unwrap_or_else(|| dir.path().join(executor_engine::AUTH_FILE_NAME)),
+                    ),
+                    keychain: false,
+                },
+                ..EngineConfig::with_js_timeout(options.js_timeout)
+            },
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
