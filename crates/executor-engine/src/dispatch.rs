@@ -202,16 +202,28 @@ async fn connect(
     let cell = lock(&ctx.targets).entry(key.clone()).or_default().clone();
     let resolved = cell
         .get_or_try_init(|| async {
+            // Resolved by an earlier execution since the catalog last changed: no store reads.
+            let (generation, cached) = inner.connection_cache.lookup(inner, key);
+            if let Some(connected) = cached {
+                return Ok::<_, String>(Ok(connected));
+            }
             let integration = inner
                 .store
                 .get_integration(&inner.scope, &key.integration)
                 .await
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("integration {} vanished", key.integration))?;
-            kind.connect(inner, &integration, key)
+            let connected = kind
+                .connect(inner, &integration, key)
                 .await
                 .map(|r| r.map(Arc::new))
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            if let Ok(c) = &connected
+                && c.shareable()
+            {
+                inner.connection_cache.insert(generation, key, c.clone());
+            }
+            Ok(connected)
         })
         .await?;
     Ok(match resolved {

@@ -269,6 +269,10 @@ pub(crate) async fn connect(
 }
 
 impl Connected {
+    pub(crate) fn has_schema(&self) -> bool {
+        self.schema.is_some()
+    }
+
     pub(crate) fn validate(&self, tool: &ToolRecord, args: &Value) -> Result<(), Box<ToolError>> {
         executor_graphql::validate_args(self.schema.as_deref(), binding(tool)?, args)
     }

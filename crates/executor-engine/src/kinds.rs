@@ -111,6 +111,16 @@ pub(crate) enum Connected {
 }
 
 impl Connected {
+    /// Whether other executions may reuse it until the catalog changes: everything it holds
+    /// came from the store. A GraphQL connection whose schema snapshot could not be read is
+    /// resolved again by the next execution instead.
+    pub(crate) fn shareable(&self) -> bool {
+        match self {
+            Connected::Mcp(_) | Connected::OpenApi(_) => true,
+            Connected::Graphql(c) => c.has_schema(),
+        }
+    }
+
     /// Checks arguments before the policy gate, so a call that must fail never asks a person
     /// for approval (spec §4.7). MCP servers validate their own arguments.
     pub(crate) fn validate(&self, tool: &ToolRecord, args: &Value) -> Result<(), Box<ToolError>> {

@@ -124,6 +124,7 @@ pub(crate) struct Inner {
     pub(crate) freshness: catalog::Freshness,
     pub(crate) policies: policies::PolicyCache,
     pub(crate) tool_cache: tool_cache::ToolCache,
+    pub(crate) connection_cache: tool_cache::ConnectionCache,
 }
 
 /// Timeouts are per call (the kinds set them). Redirects are followed as `fetch` would.
@@ -164,6 +165,7 @@ impl Engine {
             freshness: catalog::Freshness::default(),
             policies: policies::PolicyCache::default(),
             tool_cache: tool_cache::ToolCache::default(),
+            connection_cache: tool_cache::ConnectionCache::default(),
         });
         mcp_plugin::watch_list_changed(&inner);
         execution::spawn_sweeper(&inner);

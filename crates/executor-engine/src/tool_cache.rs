@@ -1,16 +1,19 @@
-//! Tool records by address, kept between calls so the hot path of a tool call does not read
-//! the store (each SQLite read is a round trip to the database's own thread). Entries belong to
-//! one catalog generation; any catalog write moves the generation and empties the cache.
+//! Tool records by address, and resolved connections by key, kept between calls and executions
+//! so the hot path of a tool call does not read the store (each SQLite read is a round trip to
+//! the database's own thread). Entries belong to one catalog generation; any catalog write
+//! (integrations, connections and their values, policies) moves the generation and empties the
+//! caches.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use executor_core::ToolAddress;
-use executor_store::ToolRecord;
+use executor_store::{ConnectionKey, ToolRecord};
 
 use crate::Inner;
 use crate::error::EngineResult;
+use crate::kinds::Connected;
 
 /// More distinct tools than this in one generation empties the cache (bounded memory).
 const MAX_CACHED_TOOLS: usize = 2_048;
@@ -58,4 +61,45 @@ pub(crate) async fn get(
     let tool = Arc::new(tool);
     inner.tool_cache.insert(generation, address, tool.clone());
     Ok(Some(tool))
+}
+
+/// More distinct connections than this in one generation empties the cache.
+const MAX_CACHED_CONNECTIONS: usize = 256;
+
+/// Connections resolved by their kind (integration config read, credentials read and
+/// rendered), shared by the executions of one catalog generation.
+#[derive(Default)]
+pub(crate) struct ConnectionCache {
+    entries: Mutex<(u64, HashMap<ConnectionKey, Arc<Connected>>)>,
+}
+
+impl ConnectionCache {
+    /// The cached connection for `key` in the current generation, and that generation (to
+    /// [`Self::insert`] what is resolved after a miss).
+    pub(crate) fn lookup(
+        &self,
+        inner: &Inner,
+        key: &ConnectionKey,
+    ) -> (u64, Option<Arc<Connected>>) {
+        let generation = inner.catalog_generation.load(Ordering::Acquire);
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.0 != generation {
+            *entries = (generation, HashMap::new());
+            return (generation, None);
+        }
+        (generation, entries.1.get(key).cloned())
+    }
+
+    /// Keeps a connection resolved from what the store held at `generation`.
+    pub(crate) fn insert(&self, generation: u64, key: &ConnectionKey, connected: Arc<Connected>) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        // A write landed while it was resolved: it may be stale, so keep it out.
+        if entries.0 != generation {
+            return;
+        }
+        if entries.1.len() >= MAX_CACHED_CONNECTIONS {
+            entries.1.clear();
+        }
+        entries.1.insert(key.clone(), connected);
+    }
 }

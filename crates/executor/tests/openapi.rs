@@ -497,6 +497,19 @@ async fn openapi_by_url_journey() {
         "connection_rejected",
         "{rejected}"
     );
+    // Resolved connections are shared between executions until the catalog changes: the
+    // corrected key is used by the very next execution.
+    let (status, _) = h
+        .post(
+            "/api/connections",
+            json!({"owner": "org", "name": "wrong", "integration": "pet_store", "template": "apikey-0", "value": "s3cret"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let fixed = h
+        .execute("return await tools.pet_store.org.wrong.pets.listPets({})")
+        .await;
+    assert_eq!(result(&fixed)["ok"], json!(true), "{fixed}");
 
     // Update from the stored URL: one operation gone, one new; every connection re-synced.
     api.v2.store(true, Ordering::SeqCst);

@@ -148,6 +148,45 @@ fn bind_call<'q>(
         .bind(call.duration_ms))
 }
 
+const INSERT_CALL_HEAD: &str = concat!(
+    "INSERT INTO execution_call (execution_id, ",
+    call_cols!(),
+    ") VALUES "
+);
+const CALL_VALUES: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const CALL_CONFLICT: &str = " ON CONFLICT (execution_id, seq) DO UPDATE SET \
+       outcome = coalesce(excluded.outcome, execution_call.outcome), \
+       pause = coalesce(excluded.pause, execution_call.pause), \
+       duration_ms = coalesce(excluded.duration_ms, execution_call.duration_ms)";
+
+/// Upserts calls (of one or several executions) in multi-row statements of [`CHUNKS`] rows, so a
+/// 100-call execution costs 4 statements (each a round trip to SQLite's thread), not 100.
+async fn insert_calls(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    calls: &[(&str, &ExecutionCallRecord)],
+) -> Result<()> {
+    let mut rest = calls;
+    while !rest.is_empty() {
+        let n = CHUNKS.into_iter().find(|c| *c <= rest.len()).unwrap_or(1);
+        let (chunk, tail) = rest.split_at(n);
+        let mut sql = String::from(INSERT_CALL_HEAD);
+        for i in 0..n {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(CALL_VALUES);
+        }
+        sql.push_str(CALL_CONFLICT);
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for (id, call) in chunk {
+            query = bind_call(query, id, call)?;
+        }
+        query.execute(&mut **tx).await?;
+        rest = tail;
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl ExecutionStore for SqliteStore {
     async fn save_execution(
@@ -172,13 +211,11 @@ impl ExecutionStore for SqliteStore {
             row.execute(&self.writer).await?;
             return Ok(());
         }
+        let calls: Vec<(&str, &ExecutionCallRecord)> =
+            calls.iter().map(|c| (rec.id.as_str(), c)).collect();
         let mut tx = self.begin_write().await?;
         row.execute(&mut *tx).await?;
-        for call in calls {
-            bind_call(sqlx::query(UPSERT_CALL), &rec.id, call)?
-                .execute(&mut *tx)
-                .await?;
-        }
+        insert_calls(&mut tx, &calls).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -221,13 +258,11 @@ impl ExecutionStore for SqliteStore {
                 query = bind_execution(query, scope, rec, clock, pending, outcome);
             }
             query.execute(&mut *tx).await?;
-            for (rec, calls) in chunk {
-                for call in calls {
-                    bind_call(sqlx::query(UPSERT_CALL), &rec.id, call)?
-                        .execute(&mut *tx)
-                        .await?;
-                }
-            }
+            let calls: Vec<(&str, &ExecutionCallRecord)> = chunk
+                .iter()
+                .flat_map(|(rec, calls)| calls.iter().map(move |c| (rec.id.as_str(), c)))
+                .collect();
+            insert_calls(&mut tx, &calls).await?;
             rest = tail;
         }
         tx.commit().await?;
