@@ -33,6 +33,13 @@ pub(crate) async fn resolve(
         .get_connection(&inner.scope, key)
         .await?
         .ok_or_else(|| crate::catalog::connection_not_found(key))?;
+    let oauth = crate::oauth::is_oauth(methods, &connection.template);
+    if oauth {
+        // Refreshes a token about to expire (one refresh per connection in flight).
+        if let Err(e) = crate::oauth::ensure_fresh(inner, key).await? {
+            return Ok(Err(e));
+        }
+    }
     let mut values = BTreeMap::new();
     for (variable, item) in item_ids(&connection.item_ids) {
         if let Some(value) = inner.store.get_secret(&inner.scope, &item).await? {
@@ -40,7 +47,15 @@ pub(crate) async fn resolve(
         }
     }
     let mut rendered = Rendered::default();
-    if let Some(method) = select_method(methods, &connection.template) {
+    if oauth {
+        // `authorization: Bearer <access token>`.
+        let Some(token) = values.get("token") else {
+            return Ok(Err(Box::new(oauth_missing(key))));
+        };
+        rendered
+            .headers
+            .insert("Authorization".to_owned(), format!("Bearer {token}"));
+    } else if let Some(method) = select_method(methods, &connection.template) {
         let missing: Vec<String> = method
             .variables()
             .into_iter()
@@ -72,6 +87,22 @@ fn missing_values(key: &ConnectionKey, missing: &[String]) -> ToolError {
         "category": "authentication",
         "integration": key.integration,
         "recovery": "Re-create the connection with its credential (executor.coreTools.connections.createHandoff).",
+    }))
+}
+
+fn oauth_missing(key: &ConnectionKey) -> ToolError {
+    ToolError::new(
+        "oauth_connection_missing",
+        format!(
+            "Connection {} has no OAuth access token.",
+            session_label(key)
+        ),
+    )
+    .with_retryable(false)
+    .with_details(serde_json::json!({
+        "category": "authentication",
+        "integration": key.integration,
+        "recovery": "Authorise the connection with executor.coreTools.oauth.start.",
     }))
 }
 

@@ -15,6 +15,7 @@ mod history;
 mod journal;
 mod kinds;
 mod mcp_plugin;
+mod oauth;
 mod openapi_plugin;
 mod policies;
 mod tool_cache;
@@ -39,6 +40,11 @@ pub use graphql_plugin::{
 };
 pub use health::{HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection};
 pub use mcp_plugin::{AddMcpServer, McpAuthShorthand, McpServerView, ProbeView};
+pub use oauth::{
+    GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, OAuthClientInput, OAuthClientView,
+    OAuthConnection, OAuthProbe, OAuthStart, OAuthStarted, ORIGIN_DCR, ORIGIN_MANUAL,
+    RegisterDynamicClient, pkce_challenge,
+};
 pub use openapi_plugin::{
     AddOpenApiSpec, AddedOpenApiSpec, AuthTemplateMode, OpenApiConfigView, OpenApiIntegrationView,
     OpenApiPreview, OpenApiSpecSource, OpenApiSpecUpdate,
@@ -115,6 +121,8 @@ pub(crate) struct Inner {
     pub(crate) freshness: catalog::Freshness,
     pub(crate) policies: policies::PolicyCache,
     pub(crate) tool_cache: tool_cache::ToolCache,
+    /// One OAuth refresh in flight per connection.
+    pub(crate) oauth_refresh: oauth::RefreshLocks,
 }
 
 /// Timeouts are per call (the kinds set them). Redirects are followed as `fetch` would.
@@ -153,6 +161,7 @@ impl Engine {
             freshness: catalog::Freshness::default(),
             policies: policies::PolicyCache::default(),
             tool_cache: tool_cache::ToolCache::default(),
+            oauth_refresh: oauth::RefreshLocks::default(),
         });
         mcp_plugin::watch_list_changed(&inner);
         execution::spawn_sweeper(&inner);

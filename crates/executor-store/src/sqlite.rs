@@ -17,8 +17,9 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 
 use crate::lock::OwnerLock;
 use crate::{
-    ConnectionKey, ConnectionRecord, IntegrationRecord, MasterKey, PolicyRecord, Result,
-    SCHEMA_VERSION, Scope, Store, StoreError, ToolFilter, ToolRecord, ToolSummary,
+    ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
+    OAuthClientRecord, OAuthSessionRecord, PolicyRecord, Result, SCHEMA_VERSION, Scope, Store,
+    StoreError, ToolFilter, ToolRecord, ToolSummary,
 };
 
 /// The database file inside the data directory.
@@ -65,6 +66,9 @@ macro_rules! conn_key {
         )
     };
 }
+
+// After the macros, which it uses.
+mod oauth;
 
 /// SQLite persistence: `<data_dir>/data.db` (WAL) guarded by `<data_dir>/data.db.owner-lock`.
 #[derive(Debug)]
@@ -1073,6 +1077,57 @@ impl Store for SqliteStore {
             .execute(&self.writer)
             .await?;
         Ok(())
+    }
+
+    async fn list_oauth_clients(&self, scope: &Scope) -> Result<Vec<OAuthClientRecord>> {
+        self.oauth_list_clients(scope).await
+    }
+
+    async fn get_oauth_client(
+        &self,
+        scope: &Scope,
+        owner: Owner,
+        slug: &str,
+    ) -> Result<Option<OAuthClientRecord>> {
+        self.oauth_get_client(scope, owner, slug).await
+    }
+
+    async fn upsert_oauth_client(&self, scope: &Scope, rec: &OAuthClientRecord) -> Result<()> {
+        self.oauth_upsert_client(scope, rec).await
+    }
+
+    async fn delete_oauth_client(&self, scope: &Scope, owner: Owner, slug: &str) -> Result<bool> {
+        self.oauth_delete_client(scope, owner, slug).await
+    }
+
+    async fn insert_oauth_session(&self, scope: &Scope, rec: &OAuthSessionRecord) -> Result<()> {
+        self.oauth_insert_session(scope, rec).await
+    }
+
+    async fn take_oauth_session(
+        &self,
+        scope: &Scope,
+        state: &str,
+    ) -> Result<Option<OAuthSessionRecord>> {
+        self.oauth_take_session(scope, state).await
+    }
+
+    async fn get_connection_oauth(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+    ) -> Result<Option<ConnectionOAuth>> {
+        self.oauth_get_connection(scope, key).await
+    }
+
+    async fn save_oauth_tokens(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+        secrets: &[(String, String)],
+        oauth: &ConnectionOAuth,
+    ) -> Result<()> {
+        self.oauth_save_tokens(scope, key, secrets, oauth).await
     }
 }
 
