@@ -120,3 +120,17 @@ pub(crate) fn rejected(integration: &str, status: u16, what: &str, message: &str
         "recovery": "Check the connection with executor.coreTools.connections.list and re-create it with valid credentials.",
     }))
 }
+
+/// `oauth_scope_insufficient`: the upstream accepted the token but it lacks a scope (HTTP 403
+/// with an RFC 6750 `insufficient_scope` challenge). Authorising again with the same scopes
+/// would not help, so the recovery names no `oauth.start`.
+pub(crate) fn scope_insufficient(integration: &str, message: &str) -> ToolError {
+    ToolError::new("oauth_scope_insufficient", message.to_owned())
+        .with_status(403)
+        .with_retryable(false)
+        .with_details(serde_json::json!({
+            "category": "authentication",
+            "integration": integration,
+            "recovery": "Tell the user the connection's token lacks a scope this tool needs; they can re-create the connection with more scopes (executor.coreTools.connections.createHandoff), then check it with executor.coreTools.connections.list.",
+        }))
+}

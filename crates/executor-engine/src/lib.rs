@@ -123,6 +123,8 @@ pub(crate) struct Inner {
     pub(crate) tool_cache: tool_cache::ToolCache,
     /// One OAuth refresh in flight per connection.
     pub(crate) oauth_refresh: oauth::RefreshLocks,
+    /// Callback results awaiting `GET /api/oauth/await/:sessionId`.
+    pub(crate) oauth_results: oauth::CallbackResults,
 }
 
 /// Timeouts are per call (the kinds set them). Redirects are followed as `fetch` would.
@@ -162,6 +164,7 @@ impl Engine {
             policies: policies::PolicyCache::default(),
             tool_cache: tool_cache::ToolCache::default(),
             oauth_refresh: oauth::RefreshLocks::default(),
+            oauth_results: oauth::CallbackResults::default(),
         });
         mcp_plugin::watch_list_changed(&inner);
         execution::spawn_sweeper(&inner);

@@ -80,7 +80,8 @@ pub struct OAuthStart {
     pub template: String,
     pub identity_label: Option<String>,
     pub redirect_uri: String,
-    /// Scopes to ask for (the integration's method declares none today).
+    /// Scopes to ask for (the integration's method declares none today). Empty: an MCP
+    /// integration's are discovered from its server.
     pub scopes: Vec<String>,
 }
 
@@ -123,6 +124,45 @@ impl RefreshLocks {
     fn for_key(&self, key: &ConnectionKey) -> Arc<tokio::sync::Mutex<()>> {
         let mut map = self.locks.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(key.clone()).or_default().clone()
+    }
+}
+
+/// How long a callback result waits to be read (`GET /api/oauth/await/:sessionId`).
+pub(crate) const RESULT_TTL: Duration = Duration::from_secs(10 * 60);
+/// Unread callback results kept at most (the callback is public; junk must not pile up).
+const MAX_RESULTS: usize = 1024;
+
+/// The results of the callback page, readable once by session id (spec §3.7: the local host
+/// publishes each result to an in-memory store, for clients that cannot listen to the popup).
+#[derive(Default)]
+pub(crate) struct CallbackResults {
+    results: std::sync::Mutex<HashMap<String, (std::time::Instant, Value)>>,
+}
+
+impl CallbackResults {
+    /// Keeps the first result of a session: a reloaded callback page (whose state is spent by
+    /// then) does not replace the outcome that counted.
+    fn publish(&self, session: &str, result: Value, now: std::time::Instant) {
+        let mut map = self.results.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, (at, _)| now.duration_since(*at) < RESULT_TTL);
+        if map.contains_key(session) {
+            return;
+        }
+        if map.len() >= MAX_RESULTS
+            && let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone())
+        {
+            map.remove(&oldest);
+        }
+        map.insert(session.to_owned(), (now, result));
+    }
+
+    fn take(&self, session: &str, now: std::time::Instant) -> Option<Value> {
+        let mut map = self.results.lock().unwrap_or_else(|p| p.into_inner());
+        let (at, result) = map.remove(session)?;
+        (now.duration_since(at) < RESULT_TTL).then_some(result)
     }
 }
 
@@ -436,7 +476,7 @@ async fn refresh(
     match result {
         Ok(tokens) => {
             let mut next = oauth.clone();
-            store_tokens(inner, key, &mut next, tokens).await?;
+            store_tokens(inner, key, &mut next, tokens, None).await?;
             tracing::info!(integration = %key.integration, connection = %key.name, "oauth token refreshed");
             Ok(Ok(()))
         }
@@ -472,13 +512,31 @@ async fn refresh(
     }
 }
 
+/// The requested scopes the grant left out. A token answer without `scope` granted what was
+/// asked (RFC 6749 §5.1).
+fn missing_scopes(requested: &[String], granted: Option<&str>) -> Vec<String> {
+    let Some(granted) = granted else {
+        return Vec::new();
+    };
+    let granted: Vec<&str> = granted.split_whitespace().collect();
+    let mut missing: Vec<String> = Vec::new();
+    for scope in requested {
+        if !granted.contains(&scope.as_str()) && !missing.contains(scope) {
+            missing.push(scope.clone());
+        }
+    }
+    missing
+}
+
 /// Writes a token answer: the access token, the (rotated) refresh token and the expiry, in one
-/// store transaction.
+/// store transaction. `requested` (the scopes asked for) recomputes the missing scopes; a
+/// refresh (`None`) asks for none and keeps them.
 async fn store_tokens(
     inner: &Inner,
     key: &ConnectionKey,
     oauth: &mut ConnectionOAuth,
     tokens: TokenResponse,
+    requested: Option<&[String]>,
 ) -> EngineResult<()> {
     let prefix = item_prefix(key);
     let mut secrets = vec![(format!("{prefix}:token"), tokens.access_token)];
@@ -488,6 +546,9 @@ async fn store_tokens(
         oauth.refresh_item_id = Some(item);
     }
     oauth.expires_at = expires_at(tokens.expires_in.as_ref());
+    if let Some(requested) = requested {
+        oauth.missing_scopes = missing_scopes(requested, tokens.scope.as_deref());
+    }
     if let Some(scope) = tokens.scope.filter(|s| !s.trim().is_empty()) {
         oauth.scope = Some(scope);
     }
@@ -867,7 +928,8 @@ impl Engine {
                     ),
                 )
             })?;
-        self.check_oauth_template(&input.integration, &input.template)
+        let integration = self
+            .check_oauth_template(&input.integration, &input.template)
             .await?;
         if input.owner == Owner::User && self.inner.scope.subject.is_none() {
             return Err(EngineError::InvalidConnectionInput {
@@ -876,13 +938,16 @@ impl Engine {
             });
         }
         let name = normalize_connection_name(&input.name);
-        let scopes: Vec<String> = input
+        let mut scopes: Vec<String> = input
             .scopes
             .iter()
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .take(MAX_SCOPES)
             .collect();
+        if scopes.is_empty() {
+            scopes = self.discovered_scopes(&integration).await;
+        }
         let scope = scopes.join(" ");
         let resource = client.resource.clone().unwrap_or_default();
         if client.grant == GRANT_CLIENT_CREDENTIALS {
@@ -909,6 +974,7 @@ impl Engine {
                     &input.template,
                     input.identity_label,
                     tokens,
+                    &scopes,
                 )
                 .await?;
             return Ok(OAuthStarted::Connected(Box::new(connection)));
@@ -1010,6 +1076,17 @@ impl Engine {
         )
         .await
         .map_err(|e| oauth_error("OAuthCompleteError", e.message))?;
+        let requested: Vec<String> = session
+            .payload
+            .get("scopes")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
         self.mint_connection(
             &client,
             session.owner,
@@ -1018,8 +1095,27 @@ impl Engine {
             &session.template,
             session.identity_label,
             tokens,
+            &requested,
         )
         .await
+    }
+
+    /// Publishes the result the callback page reported for a flow (`sessionId` = its state).
+    pub fn publish_oauth_result(&self, session_id: &str, result: Value) {
+        if session_id.is_empty() {
+            return;
+        }
+        self.inner
+            .oauth_results
+            .publish(session_id, result, std::time::Instant::now());
+    }
+
+    /// The published result of a flow, once: `None` when there is none (yet), it was read
+    /// already, or it is older than ten minutes.
+    pub fn take_oauth_result(&self, session_id: &str) -> Option<Value> {
+        self.inner
+            .oauth_results
+            .take(session_id, std::time::Instant::now())
     }
 
     /// Drops a pending session (idempotent).
@@ -1057,11 +1153,37 @@ impl Engine {
         Ok(())
     }
 
-    async fn check_oauth_template(&self, integration: &str, template: &str) -> EngineResult<()> {
+    /// Scopes to ask for when the caller names none: an MCP server's are discovered live (RFC
+    /// 9728 protected-resource `scopes_supported`, else the authorization server's). Discovery
+    /// failing just means none.
+    async fn discovered_scopes(
+        &self,
+        integration: &executor_store::IntegrationRecord,
+    ) -> Vec<String> {
+        if integration.plugin_id != crate::mcp_plugin::PLUGIN_ID {
+            return Vec::new();
+        }
+        let Some(endpoint) = crate::mcp_plugin::display_url(&integration.config) else {
+            return Vec::new();
+        };
+        match self.probe_oauth(&endpoint).await {
+            Ok(probe) => probe.scopes_supported.unwrap_or_default(),
+            Err(e) => {
+                tracing::debug!(integration = %integration.slug, error = %e, "no OAuth scopes discovered");
+                Vec::new()
+            }
+        }
+    }
+
+    async fn check_oauth_template(
+        &self,
+        integration: &str,
+        template: &str,
+    ) -> EngineResult<executor_store::IntegrationRecord> {
         let record = self.integration_record(integration).await?;
         let view = IntegrationView::from_record(&record);
         match view.auth_methods.iter().find(|m| m.slug() == template) {
-            Some(AuthMethod::Oauth2 { .. }) => Ok(()),
+            Some(AuthMethod::Oauth2 { .. }) => Ok(record),
             _ => Err(oauth_error(
                 "OAuthStartError",
                 format!("Integration {integration:?} declares no OAuth auth method {template:?}."),
@@ -1079,6 +1201,7 @@ impl Engine {
         template: &str,
         identity_label: Option<String>,
         tokens: TokenResponse,
+        requested: &[String],
     ) -> EngineResult<OAuthConnection> {
         let integration_record = self.integration_record(integration).await?;
         let key = ConnectionKey::new(owner, integration, name);
@@ -1104,6 +1227,7 @@ impl Engine {
                     expires_at: None,
                     created_at: now,
                     updated_at: now,
+                    oauth: None,
                 },
             )
             .await?;
@@ -1112,7 +1236,7 @@ impl Engine {
             client_owner: Some(client.owner),
             ..ConnectionOAuth::default()
         };
-        store_tokens(&self.inner, &key, &mut oauth, tokens).await?;
+        store_tokens(&self.inner, &key, &mut oauth, tokens, Some(requested)).await?;
         let label = session_label(&key);
         self.inner.mcp.close_where(move |l| l == label).await;
         self.produce_tools(&integration_record, &key).await?;
@@ -1138,6 +1262,35 @@ mod tests {
         assert_eq!(base64url(b"fo"), "Zm8");
         assert_eq!(base64url(b"foo"), "Zm9v");
         assert_eq!(random_token().len(), 43);
+    }
+
+    #[test]
+    fn missing_scopes_are_the_requested_ones_not_granted() {
+        let requested = vec!["read".to_owned(), "write".to_owned(), "admin".to_owned()];
+        assert_eq!(
+            missing_scopes(&requested, Some("read  admin")),
+            vec!["write".to_owned()]
+        );
+        // No `scope` in the answer: everything asked for was granted.
+        assert!(missing_scopes(&requested, None).is_empty());
+        assert_eq!(missing_scopes(&requested, Some("")).len(), 3);
+    }
+
+    #[test]
+    fn callback_results_are_read_once_and_expire() {
+        let results = CallbackResults::default();
+        let t0 = std::time::Instant::now();
+        results.publish("s1", json!({"ok": true}), t0);
+        // The first result of a session counts.
+        results.publish("s1", json!({"ok": false}), t0);
+        assert_eq!(results.take("s1", t0), Some(json!({"ok": true})));
+        assert_eq!(results.take("s1", t0), None);
+        results.publish("s2", json!({"ok": true}), t0);
+        assert_eq!(results.take("s2", t0 + RESULT_TTL), None, "expired");
+        results.publish("s3", json!(1), t0);
+        // Publishing later sweeps the expired ones.
+        results.publish("s4", json!(2), t0 + RESULT_TTL);
+        assert_eq!(results.results.lock().unwrap().len(), 1);
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub(crate) fn router() -> Router<Engine> {
         .route("/oauth/cancel", post(cancel))
         .route("/oauth/probe", post(probe))
         .route("/oauth/callback", get(callback))
+        .route("/oauth/await/{session_id}", get(await_result))
 }
 
 fn ok(value: Value) -> ApiResult {
@@ -85,17 +86,13 @@ fn client_json(c: &OAuthClientView) -> Value {
 
 /// The OAuth connection projection: a connection without `description` / `lastHealth`.
 fn oauth_connection_json(c: &OAuthConnection) -> Value {
-    let mut v = crate::wire::connection(&c.connection);
+    let mut connection = c.connection.clone();
+    connection.expires_at = c.oauth.expires_at;
+    connection.oauth = Some(c.oauth.clone());
+    let mut v = crate::wire::connection(&connection);
     if let Some(obj) = v.as_object_mut() {
         obj.remove("description");
         obj.remove("lastHealth");
-        obj.insert("expiresAt".into(), json!(c.oauth.expires_at));
-        obj.insert("oauthClient".into(), json!(c.oauth.client));
-        obj.insert(
-            "oauthClientOwner".into(),
-            json!(c.oauth.client_owner.map(Owner::as_str)),
-        );
-        obj.insert("oauthScope".into(), json!(c.oauth.scope));
     }
     v
 }
@@ -221,7 +218,8 @@ struct StartBody {
     identity_label: Option<String>,
     #[serde(default)]
     redirect_uri: Option<String>,
-    /// Scopes to ask for (an extension: methods declare none yet).
+    /// Scopes to ask for (an extension: methods declare none yet; when empty, an MCP
+    /// integration asks for the scopes its server advertises).
     #[serde(default)]
     scopes: Vec<String>,
 }
@@ -392,7 +390,18 @@ async fn callback(State(engine): State<Engine>, Query(q): Query<CallbackQuery>) 
             (StatusCode::BAD_REQUEST, text, payload)
         }
     };
+    // Also readable once at `GET /api/oauth/await/<state>`, for clients without the popup.
+    engine.publish_oauth_result(&state, payload.clone());
     (status, Html(callback_page(&message, &payload))).into_response()
+}
+
+/// `GET /api/oauth/await/:sessionId`: the callback's result for a flow, once (`null` when there
+/// is none yet, it was read, or it expired). Behind the API token like the rest of `/api`.
+async fn await_result(
+    State(engine): State<Engine>,
+    axum::extract::Path(session_id): axum::extract::Path<String>,
+) -> ApiResult {
+    ok(engine.take_oauth_result(&session_id).unwrap_or(Value::Null))
 }
 
 fn html_escape(s: &str) -> String {

@@ -114,6 +114,10 @@ pub struct ConnectionRecord {
     pub expires_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The OAuth columns, when the connection was minted by OAuth (it has an OAuth client).
+    /// Read-only here: filled on read, ignored by `upsert_connection`; written by
+    /// `save_oauth_tokens`.
+    pub oauth: Option<ConnectionOAuth>,
 }
 
 impl ConnectionRecord {
@@ -260,6 +264,8 @@ pub struct ConnectionOAuth {
     pub scope: Option<String>,
     /// Per-connection token endpoint (regional token host).
     pub token_url: Option<String>,
+    /// Scopes asked for that the grant did not include (`provider_state.missingOAuthScopes`).
+    pub missing_scopes: Vec<String>,
 }
 
 #[derive(thiserror::Error, Debug)]

@@ -44,6 +44,15 @@ macro_rules! connection_cols {
         "owner, integration, name, template, provider, item_ids, identity_label, description, last_health, tools_synced_at, expires_at, created_at, updated_at"
     };
 }
+/// [`connection_cols`] plus the OAuth columns, for reads.
+macro_rules! connection_read_cols {
+    () => {
+        concat!(
+            connection_cols!(),
+            ", oauth_client, oauth_client_owner, refresh_item_id, oauth_scope, oauth_token_url, provider_state"
+        )
+    };
+}
 macro_rules! tool_summary_cols {
     () => {
         "integration, owner, connection, plugin_id, name, description, annotations"
@@ -275,6 +284,7 @@ fn connection_from_row(row: &SqliteRow) -> Result<ConnectionRecord> {
         expires_at: row.try_get("expires_at")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
+        oauth: oauth::connection_oauth_from_row(row)?,
     })
 }
 
@@ -516,7 +526,7 @@ impl Store for SqliteStore {
     ) -> Result<Vec<ConnectionRecord>> {
         let rows = sqlx::query(concat!(
             "SELECT ",
-            connection_cols!(),
+            connection_read_cols!(),
             " FROM connection WHERE ",
             visible!(),
             " AND (?3 IS NULL OR integration = ?3) AND (?4 IS NULL OR owner = ?4) \
@@ -541,7 +551,7 @@ impl Store for SqliteStore {
         };
         let row = sqlx::query(concat!(
             "SELECT ",
-            connection_cols!(),
+            connection_read_cols!(),
             " FROM connection WHERE ",
             conn_key!("name")
         ))
@@ -574,7 +584,7 @@ impl Store for SqliteStore {
                last_health = excluded.last_health, tools_synced_at = excluded.tools_synced_at, \
                expires_at = excluded.expires_at, updated_at = excluded.updated_at \
              RETURNING ",
-            connection_cols!()
+            connection_read_cols!()
         ))
         .bind(&scope.tenant)
         .bind(subject)
@@ -618,7 +628,7 @@ impl Store for SqliteStore {
              WHERE ",
             conn_key!("name"),
             " RETURNING ",
-            connection_cols!()
+            connection_read_cols!()
         ))
         .bind(description.is_some())
         .bind(description.flatten())

@@ -108,6 +108,7 @@ async fn clients_sessions_and_tokens() {
         expires_at: Some(42),
         scope: Some("read".into()),
         token_url: None,
+        missing_scopes: vec!["write".into()],
     };
     assert!(
         store
@@ -133,6 +134,7 @@ async fn clients_sessions_and_tokens() {
                 expires_at: None,
                 created_at: 0,
                 updated_at: 0,
+                oauth: None,
             },
         )
         .await
@@ -143,16 +145,32 @@ async fn clients_sessions_and_tokens() {
         .unwrap();
     assert_eq!(
         store.get_connection_oauth(&s, &key).await.unwrap(),
-        Some(oauth)
+        Some(oauth.clone())
     );
+    // Connection reads carry the OAuth columns, missing scopes included (provider_state).
+    let record = store.get_connection(&s, &key).await.unwrap().unwrap();
+    assert_eq!(record.expires_at, Some(42));
+    assert_eq!(record.oauth, Some(oauth.clone()));
+    let listed = store
+        .list_connections(&s, Some("notes"), None)
+        .await
+        .unwrap();
     assert_eq!(
-        store
-            .get_connection(&s, &key)
-            .await
-            .unwrap()
-            .unwrap()
-            .expires_at,
-        Some(42)
+        listed[0].oauth.as_ref().unwrap().missing_scopes,
+        vec!["write"]
+    );
+    // A later grant with every scope clears them.
+    let complete = ConnectionOAuth {
+        missing_scopes: Vec::new(),
+        ..oauth
+    };
+    store
+        .save_oauth_tokens(&s, &key, &[], &complete)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_connection_oauth(&s, &key).await.unwrap(),
+        Some(complete)
     );
     assert_eq!(
         store.get_secret(&s, "item:token").await.unwrap().as_deref(),

@@ -58,6 +58,41 @@ fn session_from_row(row: &SqliteRow) -> Result<OAuthSessionRecord> {
     })
 }
 
+/// The OAuth columns of a connection row (any connection; see [`connection_oauth_from_row`]).
+fn oauth_columns(row: &SqliteRow) -> Result<ConnectionOAuth> {
+    let client_owner: Option<String> = row.try_get("oauth_client_owner")?;
+    let provider_state: Option<String> = row.try_get("provider_state")?;
+    let missing_scopes = match provider_state.as_deref() {
+        Some(raw) => parse_json(raw)?
+            .get("missingOAuthScopes")
+            .and_then(serde_json::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    Ok(ConnectionOAuth {
+        client: row.try_get("oauth_client")?,
+        client_owner: client_owner.as_deref().map(parse_owner).transpose()?,
+        refresh_item_id: row.try_get("refresh_item_id")?,
+        expires_at: row.try_get("expires_at")?,
+        scope: row.try_get("oauth_scope")?,
+        token_url: row.try_get("oauth_token_url")?,
+        missing_scopes,
+    })
+}
+
+/// The OAuth columns of a connection row read with `connection_read_cols!()`: `None` unless
+/// OAuth minted it (it has an OAuth client).
+pub(super) fn connection_oauth_from_row(row: &SqliteRow) -> Result<Option<ConnectionOAuth>> {
+    let oauth = oauth_columns(row)?;
+    Ok(oauth.client.is_some().then_some(oauth))
+}
+
 impl SqliteStore {
     pub(super) async fn oauth_list_clients(&self, scope: &Scope) -> Result<Vec<OAuthClientRecord>> {
         let rows = sqlx::query(concat!(
@@ -227,7 +262,7 @@ impl SqliteStore {
         };
         let row = sqlx::query(concat!(
             "SELECT oauth_client, oauth_client_owner, refresh_item_id, expires_at, oauth_scope, \
-               oauth_token_url FROM connection WHERE ",
+               oauth_token_url, provider_state FROM connection WHERE ",
             conn_key!("name")
         ))
         .bind(&scope.tenant)
@@ -237,18 +272,7 @@ impl SqliteStore {
         .bind(&key.name)
         .fetch_optional(&self.reader)
         .await?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let client_owner: Option<String> = row.try_get("oauth_client_owner")?;
-        Ok(Some(ConnectionOAuth {
-            client: row.try_get("oauth_client")?,
-            client_owner: client_owner.as_deref().map(parse_owner).transpose()?,
-            refresh_item_id: row.try_get("refresh_item_id")?,
-            expires_at: row.try_get("expires_at")?,
-            scope: row.try_get("oauth_scope")?,
-            token_url: row.try_get("oauth_token_url")?,
-        }))
+        row.as_ref().map(oauth_columns).transpose()
     }
 
     pub(super) async fn oauth_save_tokens(
@@ -267,7 +291,9 @@ impl SqliteStore {
         let mut tx = self.begin_write().await?;
         let updated = sqlx::query(concat!(
             "UPDATE connection SET oauth_client = ?, oauth_client_owner = ?, refresh_item_id = ?, \
-               expires_at = ?, oauth_scope = ?, oauth_token_url = ?, updated_at = ? WHERE ",
+               expires_at = ?, oauth_scope = ?, oauth_token_url = ?, \
+               provider_state = json_set(coalesce(provider_state, '{}'), '$.missingOAuthScopes', json(?)), \
+               updated_at = ? WHERE ",
             conn_key!("name")
         ))
         .bind(&oauth.client)
@@ -276,6 +302,7 @@ impl SqliteStore {
         .bind(oauth.expires_at)
         .bind(&oauth.scope)
         .bind(&oauth.token_url)
+        .bind(serde_json::to_string(&oauth.missing_scopes)?)
         .bind(now)
         .bind(&scope.tenant)
         .bind(&key.integration)
