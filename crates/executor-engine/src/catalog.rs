@@ -316,6 +316,7 @@ impl Engine {
             expires_at: None,
             created_at: now,
             updated_at: now,
+            oauth: None,
         };
         self.inner
             .store

@@ -33,6 +33,13 @@ pub(crate) async fn resolve(
         .get_connection(&inner.scope, key)
         .await?
         .ok_or_else(|| crate::catalog::connection_not_found(key))?;
+    let oauth = crate::oauth::is_oauth(methods, &connection.template);
+    if oauth {
+        // Refreshes a token about to expire (one refresh per connection in flight).
+        if let Err(e) = crate::oauth::ensure_fresh(inner, key).await? {
+            return Ok(Err(e));
+        }
+    }
     let Some(values) = inner.providers.connection_values(&connection).await? else {
         return Ok(Err(Box::new(provider_unavailable(
             key,
@@ -40,7 +47,15 @@ pub(crate) async fn resolve(
         ))));
     };
     let mut rendered = Rendered::default();
-    if let Some(method) = select_method(methods, &connection.template) {
+    if oauth {
+        // `authorization: Bearer <access token>`.
+        let Some(token) = values.get("token") else {
+            return Ok(Err(Box::new(oauth_missing(key))));
+        };
+        rendered
+            .headers
+            .insert("Authorization".to_owned(), format!("Bearer {token}"));
+    } else if let Some(method) = select_method(methods, &connection.template) {
         let missing: Vec<String> = method
             .variables()
             .into_iter()
@@ -94,6 +109,22 @@ fn provider_unavailable(key: &ConnectionKey, provider: &str) -> ToolError {
     }))
 }
 
+fn oauth_missing(key: &ConnectionKey) -> ToolError {
+    ToolError::new(
+        "oauth_connection_missing",
+        format!(
+            "Connection {} has no OAuth access token.",
+            session_label(key)
+        ),
+    )
+    .with_retryable(false)
+    .with_details(serde_json::json!({
+        "category": "authentication",
+        "integration": key.integration,
+        "recovery": "Authorise the connection with executor.coreTools.oauth.start.",
+    }))
+}
+
 /// `connection_rejected`: the upstream turned the connection's credentials away (401/403).
 pub(crate) fn rejected(integration: &str, status: u16, what: &str, message: &str) -> ToolError {
     ToolError::new(
@@ -107,4 +138,18 @@ pub(crate) fn rejected(integration: &str, status: u16, what: &str, message: &str
         "integration": integration,
         "recovery": "Check the connection with executor.coreTools.connections.list and re-create it with valid credentials.",
     }))
+}
+
+/// `oauth_scope_insufficient`: the upstream accepted the token but it lacks a scope (HTTP 403
+/// with an RFC 6750 `insufficient_scope` challenge). Authorising again with the same scopes
+/// would not help, so the recovery names no `oauth.start`.
+pub(crate) fn scope_insufficient(integration: &str, message: &str) -> ToolError {
+    ToolError::new("oauth_scope_insufficient", message.to_owned())
+        .with_status(403)
+        .with_retryable(false)
+        .with_details(serde_json::json!({
+            "category": "authentication",
+            "integration": integration,
+            "recovery": "Tell the user the connection's token lacks a scope this tool needs; they can re-create the connection with more scopes (executor.coreTools.connections.createHandoff), then check it with executor.coreTools.connections.list.",
+        }))
 }

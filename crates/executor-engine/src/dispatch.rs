@@ -220,6 +220,7 @@ async fn connect(
                 .map_err(|e| e.to_string())?;
             if let Ok(c) = &connected
                 && c.shareable()
+                && credentials_are_static(inner, key).await
             {
                 inner.connection_cache.insert(generation, key, c.clone());
             }
@@ -230,6 +231,19 @@ async fn connect(
         Ok(c) => Ok(c.clone()),
         Err(e) => Err(e.clone()),
     })
+}
+
+/// Whether a connection's credentials stay valid until the catalog changes: values sealed in the
+/// vault (whose writes move the generation). OAuth tokens expire and are refreshed at call time,
+/// and other providers (the user's `auth.json`, a keychain) change behind our back, so those
+/// connections are resolved again by every execution.
+async fn credentials_are_static(inner: &Inner, key: &ConnectionKey) -> bool {
+    match inner.store.get_connection(&inner.scope, key).await {
+        Ok(Some(c)) => {
+            c.provider == crate::providers::VAULT && c.oauth.is_none() && c.expires_at.is_none()
+        }
+        _ => false,
+    }
 }
 
 fn requires_approval(tool: &ToolRecord) -> bool {

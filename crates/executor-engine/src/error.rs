@@ -67,6 +67,13 @@ pub enum EngineError {
     /// A GraphQL schema whose fields cannot be turned into tools.
     #[error("{message}")]
     GraphqlExtraction { message: String },
+    /// An OAuth step that failed for a reason a person can act on; `tag` names it on the wire
+    /// (`OAuthStartError`, `OAuthCompleteError`, `OAuthRegistrationError`, `OAuthProbeError`).
+    #[error("{message}")]
+    OAuth { tag: &'static str, message: String },
+    /// No pending OAuth session with this state (never started, used, cancelled or expired).
+    #[error("OAuth session not found or expired")]
+    OAuthSessionNotFound { state: String },
     /// A defect or storage failure. The message is for logs only, never for callers.
     #[error("internal error: {0}")]
     Internal(String),

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use executor_core::ToolOutcome;
 use executor_core::auth::{AuthMethod, Rendered, render, select_method};
 use executor_core::{Owner, now_ms};
-use executor_mcp::McpError;
 use executor_openapi::Binding;
 use executor_store::{ConnectionKey, IntegrationRecord};
 use serde::{Deserialize, Serialize};
@@ -705,11 +704,7 @@ impl Engine {
                 result
             }
             Err(e) => {
-                let status = match &e {
-                    McpError::Connect { http_status, .. }
-                    | McpError::ListTools { http_status, .. } => *http_status,
-                    _ => None,
-                };
+                let status = e.http_status();
                 let mut result = HealthCheckResult::new(
                     match status {
                         Some(401 | 403) => "expired",

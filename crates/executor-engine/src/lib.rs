@@ -15,6 +15,7 @@ mod history;
 mod journal;
 mod kinds;
 mod mcp_plugin;
+mod oauth;
 mod openapi_plugin;
 mod policies;
 mod providers;
@@ -40,6 +41,11 @@ pub use graphql_plugin::{
 };
 pub use health::{HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection};
 pub use mcp_plugin::{AddMcpServer, AddStdioMcpServer, McpAuthShorthand, McpServerView, ProbeView};
+pub use oauth::{
+    GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, OAuthClientInput, OAuthClientView,
+    OAuthConnection, OAuthProbe, OAuthStart, OAuthStarted, ORIGIN_DCR, ORIGIN_MANUAL,
+    RegisterDynamicClient, pkce_challenge,
+};
 pub use openapi_plugin::{
     AddOpenApiSpec, AddedOpenApiSpec, AuthTemplateMode, OpenApiConfigView, OpenApiIntegrationView,
     OpenApiPreview, OpenApiSpecSource, OpenApiSpecUpdate,
@@ -125,6 +131,10 @@ pub(crate) struct Inner {
     pub(crate) policies: policies::PolicyCache,
     pub(crate) tool_cache: tool_cache::ToolCache,
     pub(crate) connection_cache: tool_cache::ConnectionCache,
+    /// One OAuth refresh in flight per connection.
+    pub(crate) oauth_refresh: oauth::RefreshLocks,
+    /// Callback results awaiting `GET /api/oauth/await/:sessionId`.
+    pub(crate) oauth_results: oauth::CallbackResults,
 }
 
 /// Timeouts are per call (the kinds set them). Redirects are followed as `fetch` would.
@@ -166,6 +176,8 @@ impl Engine {
             policies: policies::PolicyCache::default(),
             tool_cache: tool_cache::ToolCache::default(),
             connection_cache: tool_cache::ConnectionCache::default(),
+            oauth_refresh: oauth::RefreshLocks::default(),
+            oauth_results: oauth::CallbackResults::default(),
         });
         mcp_plugin::watch_list_changed(&inner);
         execution::spawn_sweeper(&inner);

@@ -226,6 +226,15 @@ fn connect_error(e: McpError) -> EngineError {
             message,
             http_status,
         },
+        McpError::InsufficientScope {
+            stage: "list_tools",
+            message,
+            ..
+        } => EngineError::McpToolDiscovery {
+            stage: "list_tools",
+            message,
+            http_status: Some(403),
+        },
         McpError::Timeout { stage } => EngineError::McpToolDiscovery {
             stage: if stage == "list_tools" {
                 "list_tools"
@@ -237,20 +246,15 @@ fn connect_error(e: McpError) -> EngineError {
         },
         other => EngineError::McpConnection {
             transport: "remote".to_owned(),
+            http_status: other.http_status(),
             message: other.to_string(),
-            http_status: None,
         },
     }
 }
 
+/// 401/403 at the door: the server is there, it wants credentials.
 fn is_auth_wall(e: &McpError) -> bool {
-    matches!(
-        e,
-        McpError::Connect {
-            http_status: Some(401 | 403),
-            ..
-        }
-    )
+    e.is_auth_rejection()
 }
 
 fn validate_endpoint(endpoint: &str) -> EngineResult<()> {
@@ -299,17 +303,23 @@ impl Engine {
                 server_name: found.server_name,
                 instructions: found.instructions,
             }),
-            Err(e) if is_auth_wall(&e) => Ok(ProbeView {
-                connected: false,
-                requires_authentication: true,
-                requires_oauth: false,
-                supports_dynamic_registration: false,
-                name: slug.clone(),
-                slug,
-                tool_count: None,
-                server_name: None,
-                instructions: None,
-            }),
+            Err(e) if is_auth_wall(&e) => {
+                // An OAuth-protected server publishes where to authorise (RFC 9728 / 8414).
+                let oauth = self.probe_oauth(endpoint).await.ok();
+                Ok(ProbeView {
+                    connected: false,
+                    requires_authentication: true,
+                    requires_oauth: oauth.is_some(),
+                    supports_dynamic_registration: oauth
+                        .as_ref()
+                        .is_some_and(|o| o.registration_endpoint.is_some()),
+                    name: slug.clone(),
+                    slug,
+                    tool_count: None,
+                    server_name: None,
+                    instructions: None,
+                })
+            }
             Err(e) => Err(connect_error(e)),
         }
     }
@@ -755,19 +765,66 @@ pub(crate) async fn call(
             }
             HostReply::Resolve(outcome.to_json())
         }
-        Err(McpError::Connect {
+        Err(e) => match call_error_outcome(&tool.name, &address.integration, &e) {
+            Some(outcome) => {
+                if let ToolOutcome::Err(err) = &outcome
+                    && err.code == "mcp_tool_unknown"
+                {
+                    let key = ConnectionKey::new(
+                        address.owner,
+                        address.integration.clone(),
+                        address.connection.clone(),
+                    );
+                    if let Err(e) = inner.store.mark_stale(&inner.scope, &key).await {
+                        tracing::warn!(error = %e, "could not mark a catalog stale");
+                    }
+                }
+                HostReply::Resolve(outcome.to_json())
+            }
+            None => HostReply::Reject(internal_tool_error(&e.to_string())),
+        },
+    }
+}
+
+/// The failures of a downstream call the agent sees as values (spec §6 "Error mapping"):
+/// HTTP 401/403 at the handshake or the call → `connection_rejected`, a 403 whose challenge
+/// says `insufficient_scope` → `oauth_scope_insufficient`, any other failure to connect →
+/// `connection_rejected` with its message, an unknown-tool rejection → `mcp_tool_unknown`.
+/// `None`: an infrastructure defect (opaque in the sandbox).
+fn call_error_outcome(tool_id: &str, integration: &str, e: &McpError) -> Option<ToolOutcome> {
+    match e {
+        McpError::InsufficientScope { message, .. } => Some(ToolOutcome::Err(
+            crate::credentials::scope_insufficient(integration, message),
+        )),
+        McpError::Connect {
             http_status: Some(status @ (401 | 403)),
             message,
             ..
-        }) => HostReply::Resolve(
-            ToolOutcome::Err(crate::credentials::rejected(
-                &address.integration,
-                status,
-                "The MCP server",
-                &message,
-            ))
-            .to_json(),
-        ),
-        Err(e) => HostReply::Reject(internal_tool_error(&e.to_string())),
+        }
+        | McpError::Call {
+            http_status: Some(status @ (401 | 403)),
+            message,
+        } => Some(ToolOutcome::Err(crate::credentials::rejected(
+            integration,
+            *status,
+            "The MCP server",
+            message,
+        ))),
+        McpError::Connect { message, .. } => Some(ToolOutcome::Err(
+            ToolError::new("connection_rejected", message.clone())
+                .with_retryable(false)
+                .with_details(serde_json::json!({
+                    "category": "authentication",
+                    "integration": integration,
+                    "upstream": message,
+                    "recovery": "The MCP server could not be reached or did not answer as one. Check the connection with executor.coreTools.connections.list.",
+                })),
+        )),
+        McpError::Rpc { .. } => {
+            let outcome = executor_mcp::error_to_outcome(tool_id, e);
+            matches!(&outcome, ToolOutcome::Err(err) if err.code == "mcp_tool_unknown")
+                .then_some(outcome)
+        }
+        _ => None,
     }
 }

@@ -89,6 +89,7 @@ async fn seeded_engine() -> (Engine, tempfile::TempDir) {
                     expires_at: None,
                     created_at: 0,
                     updated_at: 0,
+                    oauth: None,
                 },
             )
             .await

@@ -38,6 +38,15 @@ pub enum McpError {
     },
     #[error("MCP {stage} timed out")]
     Timeout { stage: &'static str },
+    /// HTTP 403 with an RFC 6750 `insufficient_scope` challenge: the credentials are fine but
+    /// lack a scope (`required_scope` is the challenge's `scope`, when given). `stage` is
+    /// `"connect"`, `"list_tools"` or `"call"`.
+    #[error("{message}")]
+    InsufficientScope {
+        stage: &'static str,
+        message: String,
+        required_scope: Option<String>,
+    },
 }
 
 impl McpError {
@@ -46,6 +55,7 @@ impl McpError {
             McpError::Connect { http_status, .. }
             | McpError::ListTools { http_status, .. }
             | McpError::Call { http_status, .. } => *http_status,
+            McpError::InsufficientScope { .. } => Some(403),
             McpError::Rpc { .. } | McpError::Timeout { .. } => None,
         }
     }
@@ -60,7 +70,7 @@ impl McpError {
         match self {
             McpError::ListTools { .. } => "list_tools",
             McpError::Call { .. } | McpError::Rpc { .. } => "call",
-            McpError::Timeout { stage } => stage,
+            McpError::Timeout { stage } | McpError::InsufficientScope { stage, .. } => stage,
             McpError::Connect { .. } => "connect",
         }
     }
@@ -78,6 +88,40 @@ pub(crate) struct Diagnosis {
     pub(crate) broken: bool,
     pub(crate) rpc: Option<(i32, String, Option<serde_json::Value>)>,
     pub(crate) timeout: bool,
+    /// A 403 whose challenge says `error="insufficient_scope"` (RFC 6750 §3.1), with the
+    /// challenge's `scope` when it names one.
+    pub(crate) insufficient_scope: Option<Option<String>>,
+}
+
+/// Whether a `WWW-Authenticate` challenge is RFC 6750's `insufficient_scope` error.
+pub(crate) fn is_insufficient_scope_challenge(challenge: &str) -> bool {
+    challenge_param(challenge, "error").is_some_and(|e| e == "insufficient_scope")
+}
+
+/// A parameter of a `WWW-Authenticate` challenge (`name="value"` or `name=token`).
+pub(crate) fn challenge_param(challenge: &str, name: &str) -> Option<String> {
+    let lower = challenge.to_ascii_lowercase();
+    let needle = format!("{}=", name.to_ascii_lowercase());
+    let mut from = 0;
+    while let Some(found) = lower[from..].find(&needle) {
+        let at = from + found;
+        from = at + needle.len();
+        // A whole parameter name: preceded by the scheme's space or a comma.
+        if !matches!(lower[..at].chars().last(), None | Some(' ' | ',' | '\t')) {
+            continue;
+        }
+        let rest = &challenge[from..];
+        return Some(match rest.strip_prefix('"') {
+            Some(quoted) => quoted.split('"').next().unwrap_or("").to_owned(),
+            None => rest
+                .split([',', ' '])
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned(),
+        });
+    }
+    None
 }
 
 type HttpErr = StreamableHttpError<reqwest::Error>;
@@ -135,8 +179,13 @@ fn diagnose_http(d: &mut Diagnosis, e: &HttpErr) {
         StreamableHttpError::AuthRequired(_) => {
             d.status.get_or_insert(401);
         }
-        StreamableHttpError::InsufficientScope(_) => {
+        StreamableHttpError::InsufficientScope(e) => {
             d.status.get_or_insert(403);
+            if is_insufficient_scope_challenge(&e.www_authenticate_header) {
+                d.insufficient_scope = Some(
+                    challenge_param(&e.www_authenticate_header, "scope").filter(|s| !s.is_empty()),
+                );
+            }
         }
         StreamableHttpError::HttpStatus(s) => {
             d.status.get_or_insert(s.status);
@@ -286,6 +335,9 @@ pub(crate) fn connect_error(
     if d.timeout && d.unreachable.is_none() && d.status.is_none() {
         return McpError::Timeout { stage: "connect" };
     }
+    if let Some(required_scope) = d.insufficient_scope.clone() {
+        return insufficient_scope("connect", endpoint, required_scope);
+    }
     let fallback = match err {
         ClientInitializeError::ConnectionClosed(_) => {
             "the connection closed during the handshake".to_owned()
@@ -313,6 +365,9 @@ pub(crate) fn list_error(endpoint: &str, err: &ServiceError) -> McpError {
             stage: "list_tools",
         };
     }
+    if let Some(required_scope) = d.insufficient_scope.clone() {
+        return insufficient_scope("list_tools", endpoint, required_scope);
+    }
     McpError::ListTools {
         message: describe(endpoint, &d, &format!("tools/list failed: {err}")),
         http_status: d.status,
@@ -335,6 +390,9 @@ pub(crate) fn call_error(endpoint: &str, err: &ServiceError) -> (McpError, Diagn
     if d.timeout && d.status.is_none() {
         return (McpError::Timeout { stage: "call" }, d);
     }
+    if let Some(required_scope) = d.insufficient_scope.clone() {
+        return (insufficient_scope("call", endpoint, required_scope), d);
+    }
     let message = describe(endpoint, &d, &format!("tools/call failed: {err}"));
     (
         McpError::Call {
@@ -345,11 +403,58 @@ pub(crate) fn call_error(endpoint: &str, err: &ServiceError) -> (McpError, Diagn
     )
 }
 
+fn insufficient_scope(
+    stage: &'static str,
+    endpoint: &str,
+    required_scope: Option<String>,
+) -> McpError {
+    let needs = match &required_scope {
+        Some(scope) => format!(" (it asks for scope \"{scope}\")"),
+        None => String::new(),
+    };
+    McpError::InsufficientScope {
+        stage,
+        message: format!(
+            "{endpoint} refused the connection's token: it lacks a required OAuth scope (HTTP 403 insufficient_scope){needs}"
+        ),
+        required_scope,
+    }
+}
+
 pub(crate) fn sse_connect_error(endpoint: &str, err: &SseTransportError) -> McpError {
     let d = diagnose(err);
     McpError::Connect {
         transport: "sse".to_owned(),
         message: describe(endpoint, &d, &err.message),
         http_status: d.status,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenge_params() {
+        let c = r#"Bearer error="insufficient_scope", scope="files:write admin", resource_metadata="https://h/.well-known/oauth-protected-resource""#;
+        assert!(is_insufficient_scope_challenge(c));
+        assert_eq!(
+            challenge_param(c, "scope").as_deref(),
+            Some("files:write admin")
+        );
+        assert_eq!(
+            challenge_param(c, "resource_metadata").as_deref(),
+            Some("https://h/.well-known/oauth-protected-resource")
+        );
+        assert!(is_insufficient_scope_challenge(
+            "Bearer realm=x,error=insufficient_scope"
+        ));
+        assert!(!is_insufficient_scope_challenge(
+            r#"Bearer error="invalid_token", resource_metadata="https://h/m""#
+        ));
+        assert!(!is_insufficient_scope_challenge(
+            r#"Bearer myerror="insufficient_scope""#
+        ));
+        assert_eq!(challenge_param("Bearer", "scope"), None);
     }
 }

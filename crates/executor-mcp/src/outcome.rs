@@ -64,6 +64,7 @@ pub fn call_result_to_outcome(tool_id: &str, result: Value) -> ToolOutcome {
 ///
 /// * JSON-RPC -32602/-32601 "Unknown tool" → `mcp_tool_unknown` (the caller should mark the catalog stale);
 /// * other JSON-RPC errors → `mcp_rpc_error` with the server's message;
+/// * a 403 `insufficient_scope` challenge → `oauth_scope_insufficient`;
 /// * 401/403 or a failed dial → `connection_rejected` (spec §6 "Error mapping");
 /// * anything else → `mcp_call_failed` (the engine may treat it as an infrastructure defect).
 pub fn error_to_outcome(tool_id: &str, error: &McpError) -> ToolOutcome {
@@ -77,6 +78,9 @@ pub fn error_to_outcome(tool_id: &str, error: &McpError) -> ToolOutcome {
                     .with_details(json!({ "code": code })),
             )
         }
+        McpError::InsufficientScope { message, .. } => ToolOutcome::Err(
+            ToolError::new("oauth_scope_insufficient", message.clone()).with_status(403),
+        ),
         McpError::Connect { message, .. } => {
             ToolOutcome::Err(ToolError::new("connection_rejected", message.clone()))
         }

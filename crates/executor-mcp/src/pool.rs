@@ -141,8 +141,8 @@ struct Idle {
 struct PoolState {
     /// At most one idle session per key digest.
     idle: HashMap<String, Idle>,
-    /// Leased sessions: serial → label.
-    leased: HashMap<u64, String>,
+    /// Leased sessions: serial → (label, key digest).
+    leased: HashMap<u64, (String, String)>,
     /// Leased sessions to close instead of pooling when returned.
     doomed: HashSet<u64>,
     /// After `shutdown`: nothing is pooled any more.
@@ -277,9 +277,48 @@ impl Inner {
     }
 
     fn lease(&self, session: &Arc<Session>) {
-        lock(&self.state)
-            .leased
-            .insert(session.serial, session.label.clone());
+        lock(&self.state).leased.insert(
+            session.serial,
+            (session.label.clone(), session.digest.clone()),
+        );
+    }
+
+    /// Retires the sessions of `key`'s label dialled under another key: the connection's
+    /// credentials or config changed since (a refreshed OAuth token, a replaced header), so
+    /// they carry stale values. Idle ones are closed now, leased ones when returned.
+    async fn retire_other_generations(&self, key: &SessionKey) {
+        if key.label().is_empty() {
+            return;
+        }
+        let stale = |label: &str, digest: &str| label == key.label() && digest != key.digest();
+        let sessions: Vec<Arc<Session>> = {
+            let mut state = lock(&self.state);
+            let doomed: Vec<u64> = state
+                .leased
+                .iter()
+                .filter(|(_, (label, digest))| stale(label, digest))
+                .map(|(serial, _)| *serial)
+                .collect();
+            state.doomed.extend(doomed);
+            let keys: Vec<String> = state
+                .idle
+                .iter()
+                .filter(|(_, idle)| stale(&idle.session.label, &idle.session.digest))
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter()
+                .filter_map(|k| state.idle.remove(k))
+                .map(|idle| idle.session)
+                .collect()
+        };
+        if !sessions.is_empty() {
+            tracing::debug!(
+                label = key.label(),
+                count = sessions.len(),
+                "closing MCP sessions dialled with superseded credentials"
+            );
+        }
+        self.close_all(sessions).await;
     }
 
     /// A pooled session for `key` if one is idle and fresh; else a new dial. `bool` = reused.
@@ -296,6 +335,7 @@ impl Inner {
             }
             self.close_session(idle.session).await;
         }
+        self.retire_other_generations(key).await;
         let session = self.dial(target, key).await?;
         self.lease(&session);
         Ok((session, false))
@@ -707,7 +747,7 @@ impl McpClient {
             let doomed: Vec<u64> = state
                 .leased
                 .iter()
-                .filter(|(_, label)| pred(label))
+                .filter(|(_, (label, _))| pred(label))
                 .map(|(serial, _)| *serial)
                 .collect();
             state.doomed.extend(doomed);
@@ -936,8 +976,13 @@ impl ExecutionScope {
             Err(e) => {
                 let (mapped, diagnosis) = error::call_error(endpoint, &e);
                 let status = diagnosis.status;
+                // A token the server turned away (401, or 403 other than a missing scope) will
+                // not work on the next call either.
+                let rejected = status == Some(401)
+                    || (status == Some(403) && diagnosis.insufficient_scope.is_none());
                 if diagnosis.broken
                     || diagnosis.unreachable.is_some()
+                    || rejected
                     || matches!(status, Some(400 | 404 | 408))
                 {
                     session.broken.store(true, Ordering::SeqCst);

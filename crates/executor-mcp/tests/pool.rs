@@ -359,6 +359,67 @@ async fn close_where_and_shutdown_delete_every_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_credentials_retire_the_sessions_of_the_old_ones() {
+    let server = testing::serve_stateful().await;
+    let client = client();
+    let with_token = |token: &str| {
+        let mut t = target(&server.url, RemoteTransport::StreamableHttp);
+        t.headers
+            .insert("Authorization".into(), format!("Bearer {token}"));
+        t
+    };
+    let creds = |token: &str| BTreeMap::from([("token".to_owned(), token.to_owned())]);
+    let (old, new, other) = (with_token("old"), with_token("new"), with_token("other"));
+    let k_old = SessionKey::new(&old, "oauth2", &creds("old"), "mcp/org/main");
+    let k_new = SessionKey::new(&new, "oauth2", &creds("new"), "mcp/org/main");
+    // Another connection of the same server is not affected.
+    let k_other = SessionKey::new(&other, "oauth2", &creds("other"), "mcp/org/other");
+    let deletes = || -> Vec<Option<String>> {
+        server
+            .ledger
+            .entries()
+            .into_iter()
+            .filter(|e| e.method == "DELETE")
+            .map(|e| e.authorization)
+            .collect()
+    };
+
+    // `main` has a pooled session and a leased one with the old token; `other` a pooled one.
+    let pooled = client.scope();
+    let leased = client.scope();
+    for scope in [&pooled, &leased] {
+        scope
+            .call_tool(&k_old, &old, "get_workspace", Map::new())
+            .await
+            .unwrap();
+    }
+    pooled
+        .call_tool(&k_other, &other, "get_workspace", Map::new())
+        .await
+        .unwrap();
+    pooled.finish().await;
+    assert_eq!((client.live_sessions(), client.idle_sessions()), (3, 2));
+
+    // The token was refreshed: the first call with the new one dials, and retires the old
+    // generation — the idle session at once, the leased one when its scope returns it.
+    let refreshed = client.scope();
+    refreshed
+        .call_tool(&k_new, &new, "get_workspace", Map::new())
+        .await
+        .unwrap();
+    refreshed.finish().await;
+    assert_eq!(deletes(), vec![Some("Bearer old".to_owned())]);
+    leased.finish().await;
+    assert_eq!(deletes(), vec![Some("Bearer old".to_owned()); 2]);
+    assert_eq!(
+        (client.live_sessions(), client.idle_sessions()),
+        (2, 2),
+        "the new session of `main` and the session of `other`"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sessions_expire_after_the_ttl() {
     let server = testing::serve_stateful().await;
     let client = McpClient::new(McpClientConfig {
@@ -540,6 +601,77 @@ async fn auth_walls_are_reported_and_not_retried_over_sse() {
         .unwrap();
     assert!(probe.requires_authentication);
     assert!(!probe.connected);
+}
+
+/// An endpoint that answers every request `status` with this `WWW-Authenticate` challenge.
+async fn serve_challenge(status: u16, challenge: &'static str) -> String {
+    let router = axum::Router::new().fallback(move || async move {
+        axum::response::Response::builder()
+            .status(status)
+            .header("www-authenticate", challenge)
+            .body(axum::body::Body::from("no"))
+            .unwrap()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insufficient_scope_challenges_are_told_apart() {
+    let client = client();
+    let url = serve_challenge(
+        403,
+        r#"Bearer error="insufficient_scope", scope="files:write", resource_metadata="http://x/m""#,
+    )
+    .await;
+    let err = client
+        .discover(&target(&url, RemoteTransport::Auto))
+        .await
+        .unwrap_err();
+    match &err {
+        McpError::InsufficientScope {
+            stage,
+            required_scope,
+            message,
+        } => {
+            assert_eq!(*stage, "connect");
+            assert_eq!(required_scope.as_deref(), Some("files:write"));
+            assert!(message.contains("insufficient_scope"), "{message}");
+        }
+        other => panic!("expected InsufficientScope, got {other:?}"),
+    }
+    assert_eq!(err.http_status(), Some(403));
+    assert!(err.is_auth_rejection(), "no SSE fallback, probe says auth");
+
+    // Any other 403 challenge is a plain rejection.
+    let url = serve_challenge(403, r#"Bearer error="invalid_token""#).await;
+    let err = client
+        .discover(&target(&url, RemoteTransport::StreamableHttp))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            McpError::Connect {
+                http_status: Some(403),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let url = serve_challenge(401, r#"Bearer resource_metadata="http://x/m""#).await;
+    let err = client
+        .discover(&target(&url, RemoteTransport::StreamableHttp))
+        .await
+        .unwrap_err();
+    assert_eq!(err.http_status(), Some(401), "{err:?}");
+    let outcome = error_to_outcome("t", &err);
+    match outcome {
+        ToolOutcome::Err(e) => assert_eq!(e.code, "connection_rejected"),
+        ToolOutcome::Ok { .. } => panic!("not ok"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -145,6 +145,14 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::BAD_REQUEST,
             json!({"_tag": "GraphqlExtractionError", "message": message}),
         ),
+        E::OAuth { tag, message } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": tag, "message": message}),
+        ),
+        E::OAuthSessionNotFound { .. } => (
+            StatusCode::NOT_FOUND,
+            json!({"_tag": "OAuthSessionNotFoundError", "message": "No pending OAuth flow has this state (unknown, already used, cancelled or expired)."}),
+        ),
         E::Internal(cause) => internal(&cause),
     }
 }

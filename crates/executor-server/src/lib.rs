@@ -7,6 +7,7 @@ mod error;
 mod graphql_routes;
 mod health_routes;
 pub mod mcp;
+mod oauth_routes;
 mod openapi_routes;
 mod routes;
 mod wire;
@@ -19,6 +20,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use error::ApiError;
+pub use oauth_routes::WEB_BASE_URL_ENV;
 
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;

@@ -68,6 +68,7 @@ pub(crate) fn router(engine: Engine) -> Router {
         .merge(crate::graphql_routes::router())
         .merge(crate::openapi_routes::router())
         .merge(crate::health_routes::router())
+        .merge(crate::oauth_routes::router())
         .fallback(not_found)
         .with_state(engine);
     Router::new()

@@ -21,7 +21,18 @@ pub(crate) fn integration(view: &IntegrationView) -> Value {
         "kind": view.kind,
         "canRemove": view.can_remove,
         "canRefresh": view.can_refresh,
-        "authMethods": view.auth_methods.iter().map(auth_method).collect::<Vec<_>>(),
+        "authMethods": view.auth_methods.iter().map(|m| {
+            let mut descriptor = auth_method(m);
+            // MCP OAuth endpoints are discovered live from the server (spec §1.3).
+            if view.kind == "mcp"
+                && matches!(m, AuthMethod::Oauth2 { .. })
+                && let Some(url) = &view.display_url
+            {
+                descriptor["oauth"] =
+                    json!({"discoveryUrl": url, "supportsDynamicRegistration": true});
+            }
+            descriptor
+        }).collect::<Vec<_>>(),
     });
     if let Some(url) = &view.display_url {
         body["displayUrl"] = json!(url);
@@ -63,6 +74,7 @@ fn auth_method(method: &AuthMethod) -> Value {
 }
 
 pub(crate) fn connection(record: &ConnectionRecord) -> Value {
+    let oauth = record.oauth.as_ref();
     json!({
         "owner": record.owner.as_str(),
         "name": record.name,
@@ -73,10 +85,10 @@ pub(crate) fn connection(record: &ConnectionRecord) -> Value {
         "identityLabel": record.identity_label,
         "description": record.description,
         "expiresAt": record.expires_at,
-        "oauthClient": Value::Null,
-        "oauthClientOwner": Value::Null,
-        "oauthScope": Value::Null,
-        "missingOAuthScopes": [],
+        "oauthClient": oauth.and_then(|o| o.client.as_deref()),
+        "oauthClientOwner": oauth.and_then(|o| o.client_owner).map(|o| o.as_str()),
+        "oauthScope": oauth.and_then(|o| o.scope.as_deref()),
+        "missingOAuthScopes": oauth.map(|o| o.missing_scopes.as_slice()).unwrap_or_default(),
         "lastHealth": record.last_health,
     })
 }

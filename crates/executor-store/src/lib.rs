@@ -30,7 +30,7 @@ pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -114,6 +114,10 @@ pub struct ConnectionRecord {
     pub expires_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The OAuth columns, when the connection was minted by OAuth (it has an OAuth client).
+    /// Read-only here: filled on read, ignored by `upsert_connection`; written by
+    /// `save_oauth_tokens`.
+    pub oauth: Option<ConnectionOAuth>,
 }
 
 impl ConnectionRecord {
@@ -204,6 +208,64 @@ pub struct ToolFilter {
     pub connection: Option<String>,
     /// Case-insensitive substring over `name + " " + description`.
     pub query: Option<String>,
+}
+
+/// An OAuth client (spec §1.7), owner-scoped. The secret is a sealed item in `secret`
+/// (`client_secret_item_id`); `None` for public (PKCE) clients.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OAuthClientRecord {
+    pub owner: Owner,
+    pub slug: String,
+    pub authorization_url: String,
+    pub token_url: String,
+    /// `authorization_code` or `client_credentials`.
+    pub grant: String,
+    pub client_id: String,
+    pub client_secret_item_id: Option<String>,
+    pub resource: Option<String>,
+    /// `manual` or `dynamic_client_registration`.
+    pub origin_kind: String,
+    pub origin_integration: Option<String>,
+    pub origin_issuer: Option<String>,
+    pub origin_redirect_uri: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// An in-flight authorization-code flow, keyed by `state`. `owner` owns the connection it
+/// will mint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OAuthSessionRecord {
+    pub state: String,
+    pub owner: Owner,
+    pub client_slug: String,
+    pub client_owner: Owner,
+    pub integration: String,
+    pub name: String,
+    pub template: String,
+    pub redirect_url: String,
+    pub pkce_verifier: String,
+    pub identity_label: Option<String>,
+    /// Flow extras (resource, scopes asked for).
+    pub payload: Value,
+    pub expires_at: i64,
+    pub created_at: i64,
+}
+
+/// The OAuth columns of a connection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConnectionOAuth {
+    pub client: Option<String>,
+    pub client_owner: Option<Owner>,
+    /// Secret item holding the refresh token, if the server issued one.
+    pub refresh_item_id: Option<String>,
+    pub expires_at: Option<i64>,
+    /// Space-delimited granted scopes.
+    pub scope: Option<String>,
+    /// Per-connection token endpoint (regional token host).
+    pub token_url: Option<String>,
+    /// Scopes asked for that the grant did not include (`provider_state.missingOAuthScopes`).
+    pub missing_scopes: Vec<String>,
 }
 
 #[derive(thiserror::Error, Debug)]
@@ -373,4 +435,42 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
     async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()>;
     /// Item ids of the tenant's secrets, ordered; never their values.
     async fn list_secret_ids(&self, scope: &Scope) -> Result<Vec<String>>;
+
+    // ---- OAuth (spec §1.7) ----
+
+    /// Visible clients, ordered by owner, slug.
+    async fn list_oauth_clients(&self, scope: &Scope) -> Result<Vec<OAuthClientRecord>>;
+    async fn get_oauth_client(
+        &self,
+        scope: &Scope,
+        owner: Owner,
+        slug: &str,
+    ) -> Result<Option<OAuthClientRecord>>;
+    /// Insert or replace on `(owner, slug)`; keeps `created_at`.
+    async fn upsert_oauth_client(&self, scope: &Scope, rec: &OAuthClientRecord) -> Result<()>;
+    /// Whether a client was removed. Connections are not touched.
+    async fn delete_oauth_client(&self, scope: &Scope, owner: Owner, slug: &str) -> Result<bool>;
+    /// Also drops expired sessions of the tenant.
+    async fn insert_oauth_session(&self, scope: &Scope, rec: &OAuthSessionRecord) -> Result<()>;
+    /// Removes and returns the session (expired or not; the caller checks `expires_at`).
+    async fn take_oauth_session(
+        &self,
+        scope: &Scope,
+        state: &str,
+    ) -> Result<Option<OAuthSessionRecord>>;
+    async fn get_connection_oauth(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+    ) -> Result<Option<ConnectionOAuth>>;
+    /// One transaction: seals and writes `secrets` (`(item id, value)`), then sets the
+    /// connection's OAuth columns (and `expires_at`). `Err(NotFound)` (nothing written) when the
+    /// connection does not exist.
+    async fn save_oauth_tokens(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+        secrets: &[(String, String)],
+        oauth: &ConnectionOAuth,
+    ) -> Result<()>;
 }

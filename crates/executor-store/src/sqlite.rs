@@ -17,8 +17,9 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 
 use crate::lock::OwnerLock;
 use crate::{
-    ConnectionKey, ConnectionRecord, IntegrationRecord, MasterKey, PolicyRecord, Result,
-    SCHEMA_VERSION, Scope, Store, StoreError, ToolFilter, ToolRecord, ToolSummary,
+    ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
+    OAuthClientRecord, OAuthSessionRecord, PolicyRecord, Result, SCHEMA_VERSION, Scope, Store,
+    StoreError, ToolFilter, ToolRecord, ToolSummary,
 };
 
 /// The database file inside the data directory.
@@ -43,6 +44,15 @@ macro_rules! connection_cols {
         "owner, integration, name, template, provider, item_ids, identity_label, description, last_health, tools_synced_at, expires_at, created_at, updated_at"
     };
 }
+/// [`connection_cols`] plus the OAuth columns, for reads.
+macro_rules! connection_read_cols {
+    () => {
+        concat!(
+            connection_cols!(),
+            ", oauth_client, oauth_client_owner, refresh_item_id, oauth_scope, oauth_token_url, provider_state"
+        )
+    };
+}
 macro_rules! tool_summary_cols {
     () => {
         "integration, owner, connection, plugin_id, name, description, annotations"
@@ -65,6 +75,9 @@ macro_rules! conn_key {
         )
     };
 }
+
+// After the macros, which it uses.
+mod oauth;
 
 /// SQLite persistence: `<data_dir>/data.db` (WAL) guarded by `<data_dir>/data.db.owner-lock`.
 #[derive(Debug)]
@@ -271,6 +284,7 @@ fn connection_from_row(row: &SqliteRow) -> Result<ConnectionRecord> {
         expires_at: row.try_get("expires_at")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
+        oauth: oauth::connection_oauth_from_row(row)?,
     })
 }
 
@@ -512,7 +526,7 @@ impl Store for SqliteStore {
     ) -> Result<Vec<ConnectionRecord>> {
         let rows = sqlx::query(concat!(
             "SELECT ",
-            connection_cols!(),
+            connection_read_cols!(),
             " FROM connection WHERE ",
             visible!(),
             " AND (?3 IS NULL OR integration = ?3) AND (?4 IS NULL OR owner = ?4) \
@@ -537,7 +551,7 @@ impl Store for SqliteStore {
         };
         let row = sqlx::query(concat!(
             "SELECT ",
-            connection_cols!(),
+            connection_read_cols!(),
             " FROM connection WHERE ",
             conn_key!("name")
         ))
@@ -570,7 +584,7 @@ impl Store for SqliteStore {
                last_health = excluded.last_health, tools_synced_at = excluded.tools_synced_at, \
                expires_at = excluded.expires_at, updated_at = excluded.updated_at \
              RETURNING ",
-            connection_cols!()
+            connection_read_cols!()
         ))
         .bind(&scope.tenant)
         .bind(subject)
@@ -614,7 +628,7 @@ impl Store for SqliteStore {
              WHERE ",
             conn_key!("name"),
             " RETURNING ",
-            connection_cols!()
+            connection_read_cols!()
         ))
         .bind(description.is_some())
         .bind(description.flatten())
@@ -1082,6 +1096,57 @@ impl Store for SqliteStore {
                 .fetch_all(&self.reader)
                 .await?,
         )
+    }
+
+    async fn list_oauth_clients(&self, scope: &Scope) -> Result<Vec<OAuthClientRecord>> {
+        self.oauth_list_clients(scope).await
+    }
+
+    async fn get_oauth_client(
+        &self,
+        scope: &Scope,
+        owner: Owner,
+        slug: &str,
+    ) -> Result<Option<OAuthClientRecord>> {
+        self.oauth_get_client(scope, owner, slug).await
+    }
+
+    async fn upsert_oauth_client(&self, scope: &Scope, rec: &OAuthClientRecord) -> Result<()> {
+        self.oauth_upsert_client(scope, rec).await
+    }
+
+    async fn delete_oauth_client(&self, scope: &Scope, owner: Owner, slug: &str) -> Result<bool> {
+        self.oauth_delete_client(scope, owner, slug).await
+    }
+
+    async fn insert_oauth_session(&self, scope: &Scope, rec: &OAuthSessionRecord) -> Result<()> {
+        self.oauth_insert_session(scope, rec).await
+    }
+
+    async fn take_oauth_session(
+        &self,
+        scope: &Scope,
+        state: &str,
+    ) -> Result<Option<OAuthSessionRecord>> {
+        self.oauth_take_session(scope, state).await
+    }
+
+    async fn get_connection_oauth(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+    ) -> Result<Option<ConnectionOAuth>> {
+        self.oauth_get_connection(scope, key).await
+    }
+
+    async fn save_oauth_tokens(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+        secrets: &[(String, String)],
+        oauth: &ConnectionOAuth,
+    ) -> Result<()> {
+        self.oauth_save_tokens(scope, key, secrets, oauth).await
     }
 }
 

@@ -48,6 +48,7 @@ fn connection(owner: Owner, integration: &str, name: &str) -> ConnectionRecord {
         expires_at: None,
         created_at: 2_000,
         updated_at: 2_000,
+        oauth: None,
     }
 }
 

@@ -356,3 +356,27 @@ async fn a_list_changed_catalog_is_relisted_in_the_background() {
         fixture.requests()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_is_a_connection_rejected_value() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "stateful").await;
+    // The server goes away; the catalog stays.
+    drop(fixture);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let executed = h
+        .execute("return await tools.stateful.org.main.get_workspace({})")
+        .await;
+    let result = &executed["structured"]["result"];
+    assert_eq!(result["ok"], false, "{executed}");
+    assert_eq!(result["error"]["code"], "connection_rejected", "{executed}");
+    assert!(
+        result["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Couldn't reach"),
+        "{executed}"
+    );
+    assert_eq!(result["error"]["retryable"], false);
+}

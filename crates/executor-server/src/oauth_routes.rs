@@ -1,0 +1,430 @@
+//! OAuth routes (spec §3.7): clients, dynamic registration, start / complete / cancel, probe,
+//! and the browser callback page (`GET /api/oauth/callback`, public: see `auth.rs`).
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use executor_core::Owner;
+use executor_engine::{
+    Engine, EngineError, OAuthClientInput, OAuthClientView, OAuthConnection, OAuthStart,
+    OAuthStarted, ORIGIN_DCR, RegisterDynamicClient,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::routes::ApiJson;
+
+type ApiResult = Result<Response, ApiError>;
+
+/// Overrides the base of the redirect URI (`<base>/api/oauth/callback`).
+pub const WEB_BASE_URL_ENV: &str = "EXECUTOR_WEB_BASE_URL";
+const CALLBACK_PATH: &str = "/api/oauth/callback";
+
+pub(crate) fn router() -> Router<Engine> {
+    Router::new()
+        .route("/oauth/clients", get(list_clients).post(put_client))
+        .route("/oauth/clients/register-dynamic", post(register_dynamic))
+        .route("/oauth/clients/{slug}", delete(remove_client))
+        .route("/oauth/start", post(start))
+        .route("/oauth/complete", post(complete))
+        .route("/oauth/cancel", post(cancel))
+        .route("/oauth/probe", post(probe))
+        .route("/oauth/callback", get(callback))
+        .route("/oauth/await/{session_id}", get(await_result))
+}
+
+fn ok(value: Value) -> ApiResult {
+    Ok(Json(value).into_response())
+}
+
+fn owner(raw: &str) -> Result<Owner, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::schema(format!("owner must be \"org\" or \"user\", got {raw:?}")))
+}
+
+/// `EXECUTOR_WEB_BASE_URL` + callback path, else the host the request came to.
+fn default_redirect_uri(headers: &HeaderMap) -> String {
+    if let Ok(base) = std::env::var(WEB_BASE_URL_ENV)
+        && !base.trim().is_empty()
+    {
+        return format!("{}{CALLBACK_PATH}", base.trim().trim_end_matches('/'));
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost:4788");
+    format!("http://{host}{CALLBACK_PATH}")
+}
+
+fn client_json(c: &OAuthClientView) -> Value {
+    let origin = if c.origin_kind == ORIGIN_DCR {
+        let mut o = json!({"kind": ORIGIN_DCR});
+        if let Some(i) = &c.origin_integration {
+            o["integration"] = json!(i);
+        }
+        o
+    } else {
+        json!({"kind": "manual"})
+    };
+    let mut v = json!({
+        "owner": c.owner.as_str(),
+        "slug": c.slug,
+        "grant": c.grant,
+        "authorizationUrl": c.authorization_url,
+        "tokenUrl": c.token_url,
+        "clientId": c.client_id,
+        "origin": origin,
+    });
+    if let Some(r) = &c.resource {
+        v["resource"] = json!(r);
+    }
+    v
+}
+
+/// The OAuth connection projection: a connection without `description` / `lastHealth`.
+fn oauth_connection_json(c: &OAuthConnection) -> Value {
+    let mut connection = c.connection.clone();
+    connection.expires_at = c.oauth.expires_at;
+    connection.oauth = Some(c.oauth.clone());
+    let mut v = crate::wire::connection(&connection);
+    if let Some(obj) = v.as_object_mut() {
+        obj.remove("description");
+        obj.remove("lastHealth");
+    }
+    v
+}
+
+async fn list_clients(State(engine): State<Engine>) -> ApiResult {
+    let clients = engine.list_oauth_clients().await?;
+    ok(Value::Array(clients.iter().map(client_json).collect()))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClientBody {
+    owner: String,
+    slug: String,
+    #[serde(default)]
+    authorization_url: String,
+    token_url: String,
+    grant: String,
+    client_id: String,
+    #[serde(default)]
+    client_secret: Option<String>,
+    #[serde(default)]
+    resource: Option<String>,
+    #[serde(default)]
+    origin_integration: Option<String>,
+}
+
+async fn put_client(State(engine): State<Engine>, ApiJson(body): ApiJson<ClientBody>) -> ApiResult {
+    let slug = engine
+        .put_oauth_client(OAuthClientInput {
+            owner: owner(&body.owner)?,
+            slug: body.slug,
+            authorization_url: body.authorization_url,
+            token_url: body.token_url,
+            grant: body.grant,
+            client_id: body.client_id,
+            client_secret: body.client_secret,
+            resource: body.resource,
+            origin_integration: body.origin_integration,
+        })
+        .await?;
+    ok(json!({"client": slug}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RegisterBody {
+    owner: String,
+    #[serde(default)]
+    slug: Option<String>,
+    #[serde(default)]
+    issuer: Option<String>,
+    registration_endpoint: String,
+    authorization_url: String,
+    token_url: String,
+    #[serde(default)]
+    resource: Option<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    #[serde(default)]
+    client_name: Option<String>,
+    #[serde(default)]
+    redirect_uri: Option<String>,
+    #[serde(default)]
+    origin_integration: Option<String>,
+}
+
+async fn register_dynamic(
+    State(engine): State<Engine>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<RegisterBody>,
+) -> ApiResult {
+    let slug = engine
+        .register_dynamic_client(RegisterDynamicClient {
+            owner: owner(&body.owner)?,
+            slug: body.slug,
+            issuer: body.issuer,
+            registration_endpoint: body.registration_endpoint,
+            authorization_url: body.authorization_url,
+            token_url: body.token_url,
+            resource: body.resource,
+            scopes: body.scopes,
+            token_endpoint_auth_methods_supported: body.token_endpoint_auth_methods_supported,
+            client_name: body.client_name,
+            redirect_uri: body
+                .redirect_uri
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or_else(|| default_redirect_uri(&headers)),
+            origin_integration: body.origin_integration,
+        })
+        .await?;
+    ok(json!({"client": slug}))
+}
+
+#[derive(Deserialize)]
+struct OwnerBody {
+    owner: String,
+}
+
+async fn remove_client(
+    State(engine): State<Engine>,
+    axum::extract::Path(slug): axum::extract::Path<String>,
+    ApiJson(body): ApiJson<OwnerBody>,
+) -> ApiResult {
+    engine
+        .remove_oauth_client(owner(&body.owner)?, &slug)
+        .await?;
+    ok(json!({"removed": true}))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StartBody {
+    client: String,
+    client_owner: String,
+    owner: String,
+    name: String,
+    integration: String,
+    template: String,
+    #[serde(default)]
+    identity_label: Option<String>,
+    #[serde(default)]
+    redirect_uri: Option<String>,
+    /// Scopes to ask for (an extension: methods declare none yet; when empty, an MCP
+    /// integration asks for the scopes its server advertises).
+    #[serde(default)]
+    scopes: Vec<String>,
+}
+
+async fn start(
+    State(engine): State<Engine>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<StartBody>,
+) -> ApiResult {
+    let started = engine
+        .start_oauth(OAuthStart {
+            client: body.client,
+            client_owner: owner(&body.client_owner)?,
+            owner: owner(&body.owner)?,
+            name: body.name,
+            integration: body.integration,
+            template: body.template,
+            identity_label: body.identity_label,
+            redirect_uri: body
+                .redirect_uri
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or_else(|| default_redirect_uri(&headers)),
+            scopes: body.scopes,
+        })
+        .await?;
+    match started {
+        OAuthStarted::Connected(c) => {
+            ok(json!({"status": "connected", "connection": oauth_connection_json(&c)}))
+        }
+        OAuthStarted::Redirect {
+            authorization_url,
+            state,
+        } => ok(json!({
+            "status": "redirect",
+            "authorizationUrl": authorization_url,
+            "state": state,
+        })),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CompleteBody {
+    state: String,
+    code: String,
+}
+
+async fn complete(State(engine): State<Engine>, ApiJson(body): ApiJson<CompleteBody>) -> ApiResult {
+    let connection = engine.complete_oauth(&body.state, &body.code).await?;
+    ok(oauth_connection_json(&connection))
+}
+
+#[derive(Deserialize)]
+struct StateBody {
+    state: String,
+}
+
+async fn cancel(State(engine): State<Engine>, ApiJson(body): ApiJson<StateBody>) -> ApiResult {
+    engine.cancel_oauth(&body.state).await?;
+    ok(json!({"cancelled": true}))
+}
+
+#[derive(Deserialize)]
+struct ProbeBody {
+    url: String,
+}
+
+async fn probe(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBody>) -> ApiResult {
+    let p = engine.probe_oauth(&body.url).await?;
+    let mut v = json!({
+        "authorizationUrl": p.authorization_url,
+        "tokenUrl": p.token_url,
+    });
+    for (name, value) in [
+        ("issuer", p.issuer.map(Value::from)),
+        ("resource", p.resource.map(Value::from)),
+        ("scopesSupported", p.scopes_supported.map(Value::from)),
+        (
+            "registrationEndpoint",
+            p.registration_endpoint.map(Value::from),
+        ),
+        (
+            "tokenEndpointAuthMethodsSupported",
+            p.token_endpoint_auth_methods_supported.map(Value::from),
+        ),
+        (
+            "clientIdMetadataDocumentSupported",
+            p.client_id_metadata_document_supported.map(Value::from),
+        ),
+    ] {
+        if let Some(value) = value {
+            v[name] = value;
+        }
+    }
+    ok(v)
+}
+
+#[derive(Deserialize)]
+struct CallbackQuery {
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    error_description: Option<String>,
+}
+
+/// The popup page: completes the flow, tells the opener (and a `BroadcastChannel`) how it went,
+/// and says so to the person. Always HTML, even on failure.
+async fn callback(State(engine): State<Engine>, Query(q): Query<CallbackQuery>) -> Response {
+    let state = q.state.clone().unwrap_or_default();
+    let result: Result<Value, (String, Option<String>)> = if state.is_empty() {
+        Err(("The callback carries no state.".to_owned(), None))
+    } else if let Some(error) = q.error.clone() {
+        // The person (or the server) refused: the pending flow is dropped.
+        let _ = engine.cancel_oauth(&state).await;
+        Err((
+            format!("The authorization server answered {error}."),
+            q.error_description.clone(),
+        ))
+    } else {
+        match engine
+            .complete_oauth(&state, q.code.as_deref().unwrap_or(""))
+            .await
+        {
+            Ok(c) => Ok(oauth_connection_json(&c)),
+            Err(EngineError::OAuthSessionNotFound { .. }) => Err((
+                "This sign-in link is unknown or has expired. Nothing was saved; start again from Executor.".to_owned(),
+                None,
+            )),
+            Err(EngineError::Internal(cause)) => {
+                let (_, body) = crate::error::internal(&cause);
+                Err((
+                    "Executor could not finish the sign-in (internal error).".to_owned(),
+                    body.get("traceId").and_then(Value::as_str).map(str::to_owned),
+                ))
+            }
+            Err(e) => Err((e.to_string(), None)),
+        }
+    };
+    let (status, message, payload) = match result {
+        Ok(connection) => {
+            let mut payload =
+                json!({"type": "executor:oauth-result", "ok": true, "sessionId": state});
+            if let (Some(p), Some(c)) = (payload.as_object_mut(), connection.as_object()) {
+                for (k, v) in c {
+                    p.insert(k.clone(), v.clone());
+                }
+            }
+            let name = connection.get("name").and_then(Value::as_str).unwrap_or("");
+            (
+                StatusCode::OK,
+                format!("Connected: {name}. You can close this window."),
+                payload,
+            )
+        }
+        Err((error, details)) => {
+            let mut payload = json!({"type": "executor:oauth-result", "ok": false, "sessionId": state, "error": error});
+            if let Some(d) = &details {
+                payload["errorDetails"] = json!(d);
+            }
+            let text = match details {
+                Some(d) => format!("Sign-in failed: {error} ({d})"),
+                None => format!("Sign-in failed: {error}"),
+            };
+            (StatusCode::BAD_REQUEST, text, payload)
+        }
+    };
+    // Also readable once at `GET /api/oauth/await/<state>`, for clients without the popup.
+    engine.publish_oauth_result(&state, payload.clone());
+    (status, Html(callback_page(&message, &payload))).into_response()
+}
+
+/// `GET /api/oauth/await/:sessionId`: the callback's result for a flow, once (`null` when there
+/// is none yet, it was read, or it expired). Behind the API token like the rest of `/api`.
+async fn await_result(
+    State(engine): State<Engine>,
+    axum::extract::Path(session_id): axum::extract::Path<String>,
+) -> ApiResult {
+    ok(engine.take_oauth_result(&session_id).unwrap_or(Value::Null))
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+fn callback_page(message: &str, payload: &Value) -> String {
+    // JSON inside a <script>: no `<` may close the element.
+    let data = payload
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026");
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Executor sign-in</title></head>\n\
+         <body><p id=\"message\">{}</p>\n<script>\n(function () {{\n  var result = {data};\n  \
+         try {{ if (window.opener) window.opener.postMessage(result, window.location.origin); }} catch (e) {{}}\n  \
+         try {{ var c = new BroadcastChannel(\"executor:oauth-result\"); c.postMessage(result); c.close(); }} catch (e) {{}}\n  \
+         if (window.opener) setTimeout(function () {{ window.close(); }}, 300);\n}})();\n</script></body></html>\n",
+        html_escape(message)
+    )
+}
