@@ -736,3 +736,48 @@ pub(crate) fn item_ids(value: &Value) -> BTreeMap<String, String> {
 fn non_empty(values: impl IntoIterator<Item = (String, String)>) -> BTreeMap<String, String> {
     values.into_iter().filter(|(_, v)| !v.is_empty()).collect()
 }
+
+impl Engine {
+    /// Stores a new removable, refreshable integration of `plugin_id` and marks the catalog
+    /// changed; a taken slug is `IntegrationAlreadyExists`.
+    pub(crate) async fn insert_new_integration(
+        &self,
+        slug: &str,
+        plugin_id: &str,
+        name: String,
+        description: Option<String>,
+        config: &impl serde::Serialize,
+    ) -> EngineResult<()> {
+        let now = now_ms();
+        let record = IntegrationRecord {
+            slug: slug.to_owned(),
+            plugin_id: plugin_id.to_owned(),
+            name: Some(name),
+            description,
+            config: serde_json::to_value(config)
+                .map_err(|e| EngineError::Internal(e.to_string()))?,
+            can_remove: true,
+            can_refresh: true,
+            config_revised_at: Some(now),
+            created_at: now,
+            updated_at: now,
+        };
+        match self
+            .inner
+            .store
+            .insert_integration(&self.inner.scope, &record)
+            .await
+        {
+            Ok(()) => {
+                self.catalog_changed();
+                Ok(())
+            }
+            Err(executor_store::StoreError::AlreadyExists) => {
+                Err(EngineError::IntegrationAlreadyExists {
+                    slug: slug.to_owned(),
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}

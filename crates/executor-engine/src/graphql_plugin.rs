@@ -15,7 +15,7 @@ use std::time::Duration;
 use executor_core::auth::{AuthMethod, AuthMethodInput, assign_auth_slugs, merge_auth_methods};
 use executor_core::{ToolError, ToolOutcome, now_ms, slugify};
 use executor_graphql::GraphqlError;
-use executor_store::{ConnectionKey, IntegrationRecord, StoreError, ToolRecord};
+use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -530,41 +530,17 @@ impl Engine {
             schema_hash: schema_hash.clone(),
             schema_supplied: supplied,
         };
-        let now = now_ms();
-        let record = IntegrationRecord {
-            slug: slug.clone(),
-            plugin_id: PLUGIN_ID.to_owned(),
-            name: Some(name.clone()),
-            description: input
-                .description
-                .map(|d| d.trim().to_owned())
-                .filter(|d| !d.is_empty()),
-            config: serde_json::to_value(&config)
-                .map_err(|e| EngineError::Internal(e.to_string()))?,
-            can_remove: true,
-            can_refresh: true,
-            config_revised_at: Some(now),
-            created_at: now,
-            updated_at: now,
-        };
-        match self
-            .inner
-            .store
-            .insert_integration(&self.inner.scope, &record)
-            .await
-        {
-            Ok(()) => {}
-            Err(StoreError::AlreadyExists) => {
-                return Err(EngineError::IntegrationAlreadyExists { slug });
-            }
-            Err(e) => return Err(e.into()),
-        }
+        let description = input
+            .description
+            .map(|d| d.trim().to_owned())
+            .filter(|d| !d.is_empty());
+        self.insert_new_integration(&slug, PLUGIN_ID, name.clone(), description, &config)
+            .await?;
         if let (Some(hash), Some(schema)) = (schema_hash, schema) {
             self.inner
                 .documents
                 .put_graphql_schema(&hash, Arc::new(schema));
         }
-        self.catalog_changed();
         Ok(GraphqlIntegrationAdded { slug, name })
     }
 

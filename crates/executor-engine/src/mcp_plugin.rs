@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
 use executor_core::auth::{AuthMethod, Carrier, Placement, Rendered};
-use executor_core::{Owner, ToolAddress, ToolError, ToolOutcome, now_ms, slugify};
+use executor_core::{Owner, ToolAddress, ToolError, ToolOutcome, slugify};
 use executor_mcp::{McpError, RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target};
 use executor_sandbox::HostReply;
-use executor_store::{ConnectionKey, IntegrationRecord, StoreError, ToolRecord};
+use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -393,43 +393,18 @@ impl Engine {
             Err(e) if is_auth_wall(&e) => {}
             Err(e) => return Err(connect_error(e)),
         }
-        let now = now_ms();
         let name = if input.name.trim().is_empty() {
             slug.clone()
         } else {
             input.name.trim().to_owned()
         };
-        let record = IntegrationRecord {
-            slug: slug.clone(),
-            plugin_id: PLUGIN_ID.to_owned(),
-            description: Some(
-                input
-                    .description
-                    .filter(|d| !d.is_empty())
-                    .unwrap_or_else(|| name.clone()),
-            ),
-            name: Some(name),
-            config: serde_json::to_value(&config)
-                .map_err(|e| EngineError::Internal(e.to_string()))?,
-            can_remove: true,
-            can_refresh: true,
-            config_revised_at: Some(now),
-            created_at: now,
-            updated_at: now,
-        };
-        match self
-            .inner
-            .store
-            .insert_integration(&self.inner.scope, &record)
-            .await
-        {
-            Ok(()) => {
-                self.catalog_changed();
-                Ok(slug)
-            }
-            Err(StoreError::AlreadyExists) => Err(EngineError::IntegrationAlreadyExists { slug }),
-            Err(e) => Err(e.into()),
-        }
+        let description = input
+            .description
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| name.clone());
+        self.insert_new_integration(&slug, PLUGIN_ID, name, Some(description), &config)
+            .await?;
+        Ok(slug)
     }
 
     /// Adds a stdio MCP server (spec §3.9) after spawning it once and listing its tools with the
@@ -511,43 +486,17 @@ impl Engine {
             }
             Err(e) => return Err(connect_error(e)),
         }
-        let now = now_ms();
         let name = if input.name.trim().is_empty() {
             slug.clone()
         } else {
             input.name.trim().to_owned()
         };
-        let record = IntegrationRecord {
-            slug: slug.clone(),
-            plugin_id: PLUGIN_ID.to_owned(),
-            description: Some(
-                input
-                    .description
-                    .filter(|d| !d.is_empty())
-                    .unwrap_or_else(|| name.clone()),
-            ),
-            name: Some(name),
-            config: serde_json::to_value(&config)
-                .map_err(|e| EngineError::Internal(e.to_string()))?,
-            can_remove: true,
-            can_refresh: true,
-            config_revised_at: Some(now),
-            created_at: now,
-            updated_at: now,
-        };
-        match self
-            .inner
-            .store
-            .insert_integration(&self.inner.scope, &record)
-            .await
-        {
-            Ok(()) => {}
-            Err(StoreError::AlreadyExists) => {
-                return Err(EngineError::IntegrationAlreadyExists { slug });
-            }
-            Err(e) => return Err(e.into()),
-        }
-        self.catalog_changed();
+        let description = input
+            .description
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| name.clone());
+        self.insert_new_integration(&slug, PLUGIN_ID, name, Some(description), &config)
+            .await?;
         let template = match (input.env.is_empty(), config.authentication_template.first()) {
             (false, _) => Some("env"),
             (true, Some(AuthMethod::None { .. })) => Some("none"),
