@@ -22,7 +22,16 @@ use crate::kinds::{Connected, Kind};
 const APPROVAL_ARGS_PREVIEW: usize = 4_000;
 
 /// A connection resolved once per execution, or why its calls cannot be made.
-type TargetSlot = OnceCell<Result<Arc<Connected>, Box<ToolError>>>;
+type TargetSlot = OnceCell<Result<Target, Box<ToolError>>>;
+
+/// A resolved connection, whether it holds an OAuth token (which a 401 may have us refresh),
+/// and the token epoch read before its credentials were.
+#[derive(Clone)]
+struct Target {
+    connected: Arc<Connected>,
+    oauth: bool,
+    epoch: u64,
+}
 
 /// State of one execution shared by its tool calls.
 pub(crate) struct ExecutionCtx {
@@ -165,11 +174,12 @@ pub(crate) async fn dispatch(
         address.integration.clone(),
         address.connection.clone(),
     );
-    let connected = match connect(&inner, &ctx, &key, &tool.plugin_id).await {
-        Ok(Ok(c)) => c,
+    let target = match connect(&inner, &ctx, &key, &tool.plugin_id).await {
+        Ok(Ok(t)) => t,
         Ok(Err(tool_error)) => return HostReply::Resolve(ToolOutcome::Err(*tool_error).to_json()),
         Err(cause) => return HostReply::Reject(internal_tool_error(&cause)),
     };
+    let connected = &target.connected;
     // Before the gate: a call that must fail is not worth a person's approval.
     if let Err(e) = connected.validate(&tool, &args) {
         return HostReply::Resolve(ToolOutcome::Err(*e).to_json());
@@ -186,7 +196,60 @@ pub(crate) async fn dispatch(
     if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
         return reply;
     }
-    connected.invoke(&inner, &ctx, &address, &tool, args).await
+    if !target.oauth {
+        return connected.invoke(&inner, &ctx, &address, &tool, args).await;
+    }
+    let reply = connected
+        .invoke(&inner, &ctx, &address, &tool, args.clone())
+        .await;
+    if !refused_as_unauthenticated(&reply) {
+        return reply;
+    }
+    // A 401 means the upstream did nothing: refresh the token once and call again.
+    match crate::oauth::refresh_after_rejection(&inner, &key, target.epoch).await {
+        Ok(None) => reply,
+        Ok(Some(Err(tool_error))) => HostReply::Resolve(ToolOutcome::Err(*tool_error).to_json()),
+        Err(e) => {
+            tracing::warn!(integration = %key.integration, connection = %key.name, error = %e, "could not refresh a refused OAuth token");
+            reply
+        }
+        Ok(Some(Ok(()))) => {
+            forget_target(&ctx, &key, &target);
+            match connect(&inner, &ctx, &key, &tool.plugin_id).await {
+                Ok(Ok(fresh)) => {
+                    fresh
+                        .connected
+                        .invoke(&inner, &ctx, &address, &tool, args)
+                        .await
+                }
+                Ok(Err(tool_error)) => HostReply::Resolve(ToolOutcome::Err(*tool_error).to_json()),
+                Err(cause) => HostReply::Reject(internal_tool_error(&cause)),
+            }
+        }
+    }
+}
+
+/// `connection_rejected` with HTTP 401: the upstream refused the credentials themselves (a 403
+/// refuses the caller's rights, which a new token of the same grant would not change).
+fn refused_as_unauthenticated(reply: &HostReply) -> bool {
+    let HostReply::Resolve(value) = reply else {
+        return false;
+    };
+    value["ok"] == false
+        && value["error"]["code"] == "connection_rejected"
+        && value["error"]["status"] == 401
+}
+
+/// Drops the execution's resolved connection if it is still `used`, so the next call resolves
+/// it again with the new token (another call may have done so already).
+fn forget_target(ctx: &ExecutionCtx, key: &ConnectionKey, used: &Target) {
+    let mut targets = lock(&ctx.targets);
+    let stale = targets.get(key).is_some_and(
+        |slot| matches!(slot.get(), Some(Ok(t)) if Arc::ptr_eq(&t.connected, &used.connected)),
+    );
+    if stale {
+        targets.remove(key);
+    }
 }
 
 /// The connection, resolved by its kind once per execution.
@@ -195,17 +258,23 @@ async fn connect(
     ctx: &ExecutionCtx,
     key: &ConnectionKey,
     plugin_id: &str,
-) -> Result<Result<Arc<Connected>, Box<ToolError>>, String> {
+) -> Result<Result<Target, Box<ToolError>>, String> {
     let Some(kind) = Kind::of(plugin_id) else {
         return Err(format!("no integration kind {plugin_id:?}"));
     };
     let cell = lock(&ctx.targets).entry(key.clone()).or_default().clone();
     let resolved = cell
         .get_or_try_init(|| async {
+            let epoch = inner.oauth_refresh.epoch(key);
             // Resolved by an earlier execution since the catalog last changed: no store reads.
             let (generation, cached) = inner.connection_cache.lookup(inner, key);
             if let Some(connected) = cached {
-                return Ok::<_, String>(Ok(connected));
+                // Only vault-held, non-OAuth connections are cached.
+                return Ok::<_, String>(Ok(Target {
+                    connected,
+                    oauth: false,
+                    epoch,
+                }));
             }
             let integration = inner
                 .store
@@ -218,13 +287,21 @@ async fn connect(
                 .await
                 .map(|r| r.map(Arc::new))
                 .map_err(|e| e.to_string())?;
-            if let Ok(c) = &connected
-                && c.shareable()
-                && credentials_are_static(inner, key).await
-            {
-                inner.connection_cache.insert(generation, key, c.clone());
+            let connected = match connected {
+                Ok(c) => c,
+                Err(tool_error) => return Ok(Err(tool_error)),
+            };
+            let (cacheable, oauth) = credential_lifetime(inner, key).await;
+            if cacheable && connected.shareable() {
+                inner
+                    .connection_cache
+                    .insert(generation, key, connected.clone());
             }
-            Ok(connected)
+            Ok(Ok(Target {
+                connected,
+                oauth,
+                epoch,
+            }))
         })
         .await?;
     Ok(match resolved {
@@ -236,13 +313,17 @@ async fn connect(
 /// Whether a connection's credentials stay valid until the catalog changes: values sealed in the
 /// vault (whose writes move the generation). OAuth tokens expire and are refreshed at call time,
 /// and other providers (the user's `auth.json`, a keychain) change behind our back, so those
-/// connections are resolved again by every execution.
-async fn credentials_are_static(inner: &Inner, key: &ConnectionKey) -> bool {
+/// connections are resolved again by every execution. `(cacheable, holds an OAuth token)`.
+async fn credential_lifetime(inner: &Inner, key: &ConnectionKey) -> (bool, bool) {
     match inner.store.get_connection(&inner.scope, key).await {
         Ok(Some(c)) => {
-            c.provider == crate::providers::VAULT && c.oauth.is_none() && c.expires_at.is_none()
+            let oauth = c.oauth.is_some();
+            let cacheable =
+                c.provider == crate::providers::VAULT && !oauth && c.expires_at.is_none();
+            (cacheable, oauth)
         }
-        _ => false,
+        // Unknown: resolve it again next time, and let a 401 try a refresh.
+        _ => (false, true),
     }
 }
 

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use executor_core::auth::{AuthMethod, select_method};
@@ -115,16 +116,34 @@ pub struct OAuthProbe {
     pub client_id_metadata_document_supported: Option<bool>,
 }
 
-/// Per-connection refresh locks: the one refresh in flight per connection in this process.
+/// Per-connection refresh state: the one refresh in flight per connection in this process, and
+/// an epoch that moves whenever the connection's tokens are replaced.
 #[derive(Default)]
 pub(crate) struct RefreshLocks {
-    locks: std::sync::Mutex<HashMap<ConnectionKey, Arc<tokio::sync::Mutex<()>>>>,
+    slots: std::sync::Mutex<HashMap<ConnectionKey, Arc<RefreshSlot>>>,
+}
+
+#[derive(Default)]
+struct RefreshSlot {
+    lock: tokio::sync::Mutex<()>,
+    epoch: AtomicU64,
 }
 
 impl RefreshLocks {
-    fn for_key(&self, key: &ConnectionKey) -> Arc<tokio::sync::Mutex<()>> {
-        let mut map = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+    fn slot(&self, key: &ConnectionKey) -> Arc<RefreshSlot> {
+        let mut map = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(key.clone()).or_default().clone()
+    }
+
+    /// How many times this process replaced the connection's tokens. Read before its
+    /// credentials are, it tells a caller whose token was refused whether a newer one exists.
+    pub(crate) fn epoch(&self, key: &ConnectionKey) -> u64 {
+        let map = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(key).map_or(0, |s| s.epoch.load(Ordering::Acquire))
+    }
+
+    fn bump(&self, key: &ConnectionKey) {
+        self.slot(key).epoch.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -401,8 +420,8 @@ pub(crate) async fn ensure_fresh(
     if !due(&oauth) {
         return Ok(Ok(()));
     }
-    let lock = inner.oauth_refresh.for_key(key);
-    let _guard = lock.lock().await;
+    let slot = inner.oauth_refresh.slot(key);
+    let _guard = slot.lock.lock().await;
     // Whoever held the lock may have refreshed already.
     let Some(oauth) = inner.store.get_connection_oauth(&inner.scope, key).await? else {
         return Err(crate::catalog::connection_not_found(key));
@@ -411,6 +430,40 @@ pub(crate) async fn ensure_fresh(
         return Ok(Ok(()));
     }
     refresh(inner, key, oauth).await
+}
+
+/// An upstream answered 401 to an access token we took for valid (revoked, replaced by another
+/// sign-in of the same grant, a clock that drifts). Refreshes it, unless the tokens were
+/// replaced since the caller read its credentials (`seen_epoch`): then the caller only retries,
+/// so a burst of refusals costs one refresh. `Ok(None)`: the connection has no OAuth client to
+/// refresh with, and the refusal stands.
+pub(crate) async fn refresh_after_rejection(
+    inner: &Inner,
+    key: &ConnectionKey,
+    seen_epoch: u64,
+) -> EngineResult<Option<Result<(), Box<ToolError>>>> {
+    let refreshable = || async {
+        EngineResult::Ok(
+            inner
+                .store
+                .get_connection_oauth(&inner.scope, key)
+                .await?
+                .filter(|o| o.client.is_some() && o.client_owner.is_some()),
+        )
+    };
+    if refreshable().await?.is_none() {
+        return Ok(None);
+    }
+    let slot = inner.oauth_refresh.slot(key);
+    let _guard = slot.lock.lock().await;
+    if slot.epoch.load(Ordering::Acquire) != seen_epoch {
+        return Ok(Some(Ok(())));
+    }
+    let Some(oauth) = refreshable().await? else {
+        return Ok(None);
+    };
+    tracing::info!(integration = %key.integration, connection = %key.name, "upstream refused the access token; refreshing it");
+    Ok(Some(refresh(inner, key, oauth).await?))
 }
 
 async fn refresh(
@@ -557,6 +610,7 @@ async fn store_tokens(
         .store
         .save_oauth_tokens(&inner.scope, key, &secrets, oauth)
         .await?;
+    inner.oauth_refresh.bump(key);
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! The local API's front door (spec §2): a bearer token on every `/api/*` and `/mcp*` request
-//! except health and the OAuth callback, and credentialed CORS for loopback origins (plus
-//! `--allowed-host`s) so the browser UI on another local port can call the API.
+//! except health, the OAuth callback and the client ID metadata documents, and credentialed
+//! CORS for loopback origins (plus `--allowed-host`s) so the browser UI on another local port can
+//! call the API.
 
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ impl Gate {
 fn is_public(path: &str, method: &Method) -> bool {
     (path == "/api/health" && method == Method::GET)
         || path.starts_with("/api/oauth/callback")
+        || (path.starts_with("/api/oauth/client-id-metadata") && method == Method::GET)
         || !(path == "/api"
             || path.starts_with("/api/")
             || path == "/mcp"
@@ -131,6 +133,18 @@ mod tests {
         assert!(is_public("/api/health", &Method::GET));
         assert!(!is_public("/api/health", &Method::POST));
         assert!(is_public("/api/oauth/callback", &Method::GET));
+        assert!(is_public(
+            "/api/oauth/client-id-metadata.json",
+            &Method::GET
+        ));
+        assert!(is_public(
+            "/api/oauth/client-id-metadata/local.json",
+            &Method::GET
+        ));
+        assert!(!is_public(
+            "/api/oauth/client-id-metadata.json",
+            &Method::POST
+        ));
         assert!(is_public("/resume/exec_1", &Method::GET));
         assert!(!is_public("/api/executions", &Method::POST));
         assert!(!is_public("/api", &Method::GET));

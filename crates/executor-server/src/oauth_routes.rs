@@ -34,6 +34,11 @@ pub(crate) fn router() -> Router<Engine> {
         .route("/oauth/probe", post(probe))
         .route("/oauth/callback", get(callback))
         .route("/oauth/await/{session_id}", get(await_result))
+        .route("/oauth/client-id-metadata.json", get(client_metadata))
+        .route(
+            "/oauth/client-id-metadata/{target}",
+            get(client_metadata_for_target),
+        )
 }
 
 fn ok(value: Value) -> ApiResult {
@@ -45,18 +50,26 @@ fn owner(raw: &str) -> Result<Owner, ApiError> {
         .map_err(|_| ApiError::schema(format!("owner must be \"org\" or \"user\", got {raw:?}")))
 }
 
-/// `EXECUTOR_WEB_BASE_URL` + callback path, else the host the request came to.
-fn default_redirect_uri(headers: &HeaderMap) -> String {
+/// `EXECUTOR_WEB_BASE_URL`, else the host the request came to (the allowed-host check has
+/// vetted it by then).
+fn web_base_url(headers: &HeaderMap) -> String {
     if let Ok(base) = std::env::var(WEB_BASE_URL_ENV)
         && !base.trim().is_empty()
     {
-        return format!("{}{CALLBACK_PATH}", base.trim().trim_end_matches('/'));
+        return base.trim().trim_end_matches('/').to_owned();
     }
-    let host = headers
+    format!("http://{}", request_host(headers))
+}
+
+fn request_host(headers: &HeaderMap) -> &str {
+    headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost:4788");
-    format!("http://{host}{CALLBACK_PATH}")
+        .unwrap_or("localhost:4788")
+}
+
+fn default_redirect_uri(headers: &HeaderMap) -> String {
+    format!("{}{CALLBACK_PATH}", web_base_url(headers))
 }
 
 fn client_json(c: &OAuthClientView) -> Value {
@@ -427,4 +440,106 @@ fn callback_page(message: &str, payload: &Value) -> String {
          if (window.opener) setTimeout(function () {{ window.close(); }}, 300);\n}})();\n</script></body></html>\n",
         html_escape(message)
     )
+}
+
+// ---- client ID metadata documents ---------------------------------------------------------
+
+/// `GET /api/oauth/client-id-metadata.json` (public): this host as an OAuth client whose
+/// `client_id` is the document's own URL, for authorization servers that accept client ID
+/// metadata documents instead of registration. A public client: PKCE, no secret.
+async fn client_metadata(headers: HeaderMap) -> Response {
+    let base = web_base_url(&headers);
+    let document = client_metadata_document(
+        &format!("{base}/api/oauth/client-id-metadata.json"),
+        "Executor",
+        &base,
+        vec![format!("{base}{CALLBACK_PATH}")],
+        "web",
+    );
+    metadata_response(document)
+}
+
+/// `GET /api/oauth/client-id-metadata/<target>.json` (public). Target `local`: a native client
+/// whose redirect URIs are this server's callback on each loopback name, so the document stays
+/// valid whichever name the browser used.
+async fn client_metadata_for_target(
+    headers: HeaderMap,
+    axum::extract::Path(file): axum::extract::Path<String>,
+) -> Response {
+    // One target today; any other path is a plain 404 like every unknown route.
+    if file != "local.json" {
+        return (StatusCode::NOT_FOUND, "Not Found").into_response();
+    }
+    let base = web_base_url(&headers);
+    let port = port_of(request_host(&headers));
+    let redirect_uris = ["127.0.0.1", "localhost", "[::1]"]
+        .iter()
+        .map(|host| match port {
+            Some(port) => format!("http://{host}:{port}{CALLBACK_PATH}"),
+            None => format!("http://{host}{CALLBACK_PATH}"),
+        })
+        .collect();
+    let document = client_metadata_document(
+        &format!("{base}/api/oauth/client-id-metadata/local.json"),
+        "Executor Local",
+        &base,
+        redirect_uris,
+        "native",
+    );
+    metadata_response(document)
+}
+
+/// The port of a `Host` header value (`name:port`, `[v6]:port`), if it names one.
+fn port_of(host: &str) -> Option<u16> {
+    let (name, port) = host.rsplit_once(':')?;
+    if name.contains(':') && !name.ends_with(']') {
+        // A bare IPv6 address without a port.
+        return None;
+    }
+    port.parse().ok()
+}
+
+fn client_metadata_document(
+    client_id: &str,
+    client_name: &str,
+    client_uri: &str,
+    redirect_uris: Vec<String>,
+    application_type: &str,
+) -> Value {
+    json!({
+        "client_id": client_id,
+        "client_name": client_name,
+        "client_uri": client_uri,
+        "redirect_uris": redirect_uris,
+        // `refresh_token` too: servers may refuse a grant type the client did not declare, and
+        // connections live on refreshed tokens.
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": application_type,
+    })
+}
+
+fn metadata_response(document: Value) -> Response {
+    (
+        [(header::CACHE_CONTROL, "public, max-age=300")],
+        Json(document),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::port_of;
+
+    #[test]
+    fn port_of_host_headers() {
+        assert_eq!(port_of("127.0.0.1:4788"), Some(4788));
+        assert_eq!(port_of("localhost:80"), Some(80));
+        assert_eq!(port_of("[::1]:9000"), Some(9000));
+        assert_eq!(port_of("localhost"), None);
+        assert_eq!(port_of("[::1]"), None);
+        assert_eq!(port_of("::1"), None);
+        assert_eq!(port_of("host:notaport"), None);
+    }
 }

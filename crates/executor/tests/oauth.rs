@@ -7,7 +7,7 @@ mod support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::extract::{Form, Query, Request, State};
@@ -42,6 +42,8 @@ struct AsState {
     access: Mutex<HashMap<String, String>>,
     /// Every access token ever issued.
     issued: Mutex<Vec<String>>,
+    /// Every refresh token ever issued.
+    refresh_issued: Mutex<Vec<String>>,
     /// Grants only this scope, whatever was asked for.
     grant_only: Mutex<Option<String>>,
     /// A refresh revokes every access token issued before.
@@ -54,6 +56,8 @@ struct AsState {
     token_requests: AtomicUsize,
     refresh_requests: AtomicUsize,
     registrations: AtomicUsize,
+    /// Client ID metadata documents fetched at /authorize.
+    cimd_fetches: AtomicUsize,
     counter: AtomicU64,
     /// Lifetime of issued access tokens.
     expires_in: AtomicU64,
@@ -69,6 +73,61 @@ impl AsState {
 
 type Shared = Arc<AsState>;
 
+/// What this test binary logs (every crate, debug and up), kept to be scanned for secrets.
+fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let sink = buffer.clone();
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
+            .with_ansi(false)
+            .with_writer(move || LogSink(sink.clone()))
+            .init();
+        buffer
+    })
+    .clone()
+}
+
+struct LogSink(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Fails if a token the authorization server issued (access or refresh) or a client secret
+/// appears in the logs or in a file of the data dir.
+fn assert_no_secret_leaked(auth: &AsState, data_dir: &std::path::Path) {
+    let mut secrets: Vec<String> = auth.issued.lock().unwrap().clone();
+    secrets.extend(auth.refresh_issued.lock().unwrap().iter().cloned());
+    secrets.push("machine-secret".to_owned());
+    let logs = String::from_utf8_lossy(&captured_logs().lock().unwrap()).into_owned();
+    assert!(
+        logs.contains("oauth token refreshed"),
+        "the log capture works"
+    );
+    for secret in &secrets {
+        assert!(!logs.contains(secret.as_str()), "{secret} in the logs");
+    }
+    for entry in std::fs::read_dir(data_dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            for secret in &secrets {
+                assert!(!text.contains(secret.as_str()), "{secret} in {path:?}");
+            }
+        }
+    }
+}
+
 async fn metadata(State(s): State<Shared>) -> Json<Value> {
     let base = s.base.lock().unwrap().clone();
     Json(json!({
@@ -79,6 +138,7 @@ async fn metadata(State(s): State<Shared>) -> Json<Value> {
         "scopes_supported": ["read", "write"],
         "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
         "code_challenge_methods_supported": ["S256"],
+        "client_id_metadata_document_supported": true,
     }))
 }
 
@@ -109,6 +169,26 @@ async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, Stri
         || q.get("response_type").map(String::as_str) != Some("code")
     {
         return (StatusCode::BAD_REQUEST, "PKCE S256 required").into_response();
+    }
+    // A client id that is a URL names its client ID metadata document: fetch it, and accept
+    // only a document that names itself and lists this redirect URI.
+    let client_id = q.get("client_id").cloned().unwrap_or_default();
+    if client_id.starts_with("http") {
+        s.cimd_fetches.fetch_add(1, Ordering::SeqCst);
+        let document = match reqwest::get(&client_id).await {
+            Ok(r) if r.status().is_success() => r.json::<Value>().await.ok(),
+            _ => None,
+        };
+        let valid = document.is_some_and(|d| {
+            d["client_id"] == client_id.as_str()
+                && d["token_endpoint_auth_method"] == "none"
+                && d["redirect_uris"]
+                    .as_array()
+                    .is_some_and(|uris| uris.iter().any(|u| u == redirect.as_str()))
+        });
+        if !valid {
+            return (StatusCode::BAD_REQUEST, "invalid client metadata document").into_response();
+        }
     }
     let code = s.mint("code");
     s.codes.lock().unwrap().insert(
@@ -151,6 +231,7 @@ async fn token(State(s): State<Shared>, Form(f): Form<HashMap<String, String>>) 
         if with_refresh {
             let refresh = s.mint("refresh");
             s.refresh.lock().unwrap().push((refresh.clone(), scope));
+            s.refresh_issued.lock().unwrap().push(refresh.clone());
             body["refresh_token"] = json!(refresh);
         }
         Json(body).into_response()
@@ -316,6 +397,7 @@ async fn require_bearer(State(s): State<Shared>, request: Request, next: Next) -
 }
 
 async fn serve_as() -> (Shared, String) {
+    captured_logs();
     let state = Shared::default();
     state.expires_in.store(3600, Ordering::SeqCst);
     let mcp: StreamableHttpService<StatefulHandler, LocalSessionManager> =
@@ -485,6 +567,15 @@ async fn code_flow_dcr_refresh_and_reauth() {
     assert_eq!(call_me(&h, "main").await["ok"], true);
     assert_eq!(auth.refresh_requests.load(Ordering::SeqCst), 2);
 
+    // The API stops accepting the token before it expires (revoked upstream): the calls are
+    // refused with 401, and 20 concurrent executions share one refresh, then call again.
+    auth.access.lock().unwrap().clear();
+    let calls = (0..20).map(|_| call_me(&h, "main"));
+    for r in futures::future::join_all(calls).await {
+        assert_eq!(r["ok"], true, "{r}");
+    }
+    assert_eq!(auth.refresh_requests.load(Ordering::SeqCst), 3);
+
     // A refresh rejected for good → oauth_reauth_required, and the server is not asked again.
     auth.revoke_all.store(true, Ordering::SeqCst);
     expire(&h, "main").await;
@@ -495,20 +586,10 @@ async fn code_flow_dcr_refresh_and_reauth() {
     assert_eq!(failed["error"]["details"]["category"], "authentication");
     let again = call_me(&h, "main").await;
     assert_eq!(again["error"]["code"], "oauth_reauth_required");
-    assert_eq!(auth.refresh_requests.load(Ordering::SeqCst), 3);
+    assert_eq!(auth.refresh_requests.load(Ordering::SeqCst), 4);
 
-    // No token in plaintext in the data dir.
-    let tokens: Vec<String> = auth.issued.lock().unwrap().clone();
-    for entry in std::fs::read_dir(h.data_dir()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            let bytes = std::fs::read(&path).unwrap();
-            let text = String::from_utf8_lossy(&bytes);
-            for t in &tokens {
-                assert!(!text.contains(t.as_str()), "{t} in {path:?}");
-            }
-        }
-    }
+    // No token in plaintext in the data dir or the logs.
+    assert_no_secret_leaked(&auth, h.data_dir());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -627,6 +708,86 @@ async fn client_credentials_and_bad_states() {
 
 /// The API token of the harness in the MCP test: `/api/oauth/await` sits behind it.
 const API_TOKEN: &str = "local-api-token";
+
+/// A client ID metadata document instead of registration: the documents are public (the
+/// authorization server fetches them without the API token), and a public client whose id is
+/// the document's URL runs the code flow with PKCE and no secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_id_metadata_document() {
+    let (auth, base) = serve_as().await;
+    let h = Harness::start_opts(Options {
+        auth_token: Some(API_TOKEN.to_owned()),
+        ..Options::default()
+    })
+    .await;
+    add_notes(&h, &base).await;
+    let (_, probe) = h
+        .post("/api/oauth/probe", json!({"url": format!("{base}/api")}))
+        .await;
+    assert_eq!(probe["clientIdMetadataDocumentSupported"], true, "{probe}");
+
+    let anonymous = reqwest::Client::new();
+    let fetch = |path: &str| {
+        let request = anonymous.get(format!("{}{path}", h.base));
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let document_url = format!("{}/api/oauth/client-id-metadata.json", h.base);
+    let (status, document) = fetch("/api/oauth/client-id-metadata.json").await;
+    assert_eq!(status, 200, "{document}");
+    assert_eq!(document["client_id"], document_url.as_str());
+    assert_eq!(document["client_name"], "Executor");
+    assert_eq!(document["client_uri"], h.base.as_str());
+    assert_eq!(
+        document["redirect_uris"],
+        json!([format!("{}/api/oauth/callback", h.base)])
+    );
+    assert_eq!(document["token_endpoint_auth_method"], "none");
+    assert_eq!(document["response_types"], json!(["code"]));
+    assert_eq!(document["application_type"], "web");
+
+    let port = h.base.rsplit(':').next().unwrap();
+    let (status, local) = fetch("/api/oauth/client-id-metadata/local.json").await;
+    assert_eq!(status, 200, "{local}");
+    assert_eq!(
+        local["client_id"],
+        format!("{}/api/oauth/client-id-metadata/local.json", h.base)
+    );
+    assert_eq!(local["client_name"], "Executor Local");
+    assert_eq!(local["application_type"], "native");
+    assert_eq!(
+        local["redirect_uris"],
+        json!([
+            format!("http://127.0.0.1:{port}/api/oauth/callback"),
+            format!("http://localhost:{port}/api/oauth/callback"),
+            format!("http://[::1]:{port}/api/oauth/callback"),
+        ])
+    );
+    let (status, _) = fetch("/api/oauth/client-id-metadata/cloud.json").await;
+    assert_eq!(status, 404);
+
+    // A public client named by the document: no registration, no secret.
+    let (status, body) = h
+        .post(
+            "/api/oauth/clients",
+            json!({"owner": "org", "slug": "by-document", "grant": "authorization_code",
+                   "authorizationUrl": probe["authorizationUrl"], "tokenUrl": probe["tokenUrl"],
+                   "clientId": document_url, "originIntegration": "notes"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    code_flow(&h, "by-document", "main").await;
+    assert_eq!(auth.cimd_fetches.load(Ordering::SeqCst), 1);
+    assert_eq!(auth.registrations.load(Ordering::SeqCst), 0);
+    let result = call_me(&h, "main").await;
+    assert_eq!(result["ok"], true, "{result}");
+}
 
 async fn call_secure(h: &Harness, code: &str) -> Value {
     h.execute(code).await["structured"]["result"].clone()
@@ -853,33 +1014,32 @@ async fn mcp_server_behind_oauth() {
     let again = call_secure(&h, "return await tools.secure.org.main.get_workspace({})").await;
     assert_eq!(again["ok"], true, "{again}");
 
-    // The server stops accepting the token (revoked upstream, not yet expired here): the
-    // pooled session's call and a fresh handshake both → connection_rejected (401).
+    // The server stops accepting the token before it expires (revoked upstream): the pooled
+    // session's call is refused (401), the token refreshed once, and the call made again on a
+    // new session with the new bearer.
     auth.access.lock().unwrap().clear();
-    for _ in 0..2 {
-        let rejected =
-            call_secure(&h, "return await tools.secure.org.main.get_workspace({})").await;
-        assert_eq!(rejected["ok"], false, "{rejected}");
-        assert_eq!(
-            rejected["error"]["code"], "connection_rejected",
-            "{rejected}"
-        );
-        assert_eq!(rejected["error"]["status"], 401, "{rejected}");
-        assert_eq!(rejected["error"]["retryable"], false);
-        assert_eq!(rejected["error"]["details"]["category"], "authentication");
-    }
-    let log = mcp_log(&auth);
-    let last_two: Vec<Option<&str>> = log
+    let refreshes = auth.refresh_requests.load(Ordering::SeqCst);
+    let before = mcp_log(&auth).len();
+    let retried = call_secure(&h, "return await tools.secure.org.main.get_workspace({})").await;
+    assert_eq!(retried["ok"], true, "{retried}");
+    assert_eq!(auth.refresh_requests.load(Ordering::SeqCst), refreshes + 1);
+    let newest = auth.issued.lock().unwrap().last().unwrap().clone();
+    let after: Vec<McpRequest> = mcp_log(&auth)[before..].to_vec();
+    let calls: Vec<(String, u16)> = after
         .iter()
-        .rev()
-        .filter(|r| r.status == 401 && r.method == "POST")
-        .take(2)
-        .map(|r| r.rpc.as_deref())
+        .filter(|r| r.rpc.as_deref() == Some("tools/call"))
+        .map(|r| (r.bearer.clone(), r.status))
         .collect();
     assert_eq!(
-        last_two,
-        vec![Some("initialize"), Some("tools/call")],
-        "a rejected pooled session is dropped, the next call dials: {log:?}"
+        calls,
+        vec![(fresh.clone(), 401), (newest.clone(), 200)],
+        "{after:?}"
+    );
+    assert!(
+        after
+            .iter()
+            .any(|r| r.rpc.as_deref() == Some("initialize") && r.bearer == newest),
+        "the retry dials a new session: {after:?}"
     );
 
     // A plain 403 at the handshake → connection_rejected (403).
@@ -895,4 +1055,21 @@ async fn mcp_server_behind_oauth() {
     auth.mcp_forbidden.store(false, Ordering::SeqCst);
     let healed = call_secure(&h, "return await tools.secure.org.main.get_workspace({})").await;
     assert_eq!(healed["ok"], true, "{healed}");
+
+    // Refused, and its refresh refused for good → oauth_reauth_required; the next refusal
+    // does not ask the authorization server again.
+    auth.revoke_all.store(true, Ordering::SeqCst);
+    auth.access.lock().unwrap().clear();
+    let refreshes = auth.refresh_requests.load(Ordering::SeqCst);
+    for _ in 0..2 {
+        let refused = call_secure(&h, "return await tools.secure.org.main.get_workspace({})").await;
+        assert_eq!(refused["ok"], false, "{refused}");
+        assert_eq!(
+            refused["error"]["code"], "oauth_reauth_required",
+            "{refused}"
+        );
+        assert_eq!(refused["error"]["retryable"], false);
+    }
+    assert_eq!(auth.refresh_requests.load(Ordering::SeqCst), refreshes + 1);
+    assert_no_secret_leaked(&auth, h.data_dir());
 }

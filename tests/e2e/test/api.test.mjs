@@ -58,6 +58,24 @@ test("requests without the bearer token are rejected; health stays open", async 
   assert.equal(ok.status, 200);
 });
 
+test("client ID metadata documents are public and name themselves", async () => {
+  for (const [file, name, type] of [
+    ["/api/oauth/client-id-metadata.json", "Executor", "web"],
+    ["/api/oauth/client-id-metadata/local.json", "Executor Local", "native"],
+  ]) {
+    const r = await rawRequest(ex.port, "GET", file);
+    assert.equal(r.status, 200, r.text);
+    const doc = JSON.parse(r.text);
+    assert.equal(doc.client_id, `http://127.0.0.1:${ex.port}${file}`);
+    assert.equal(doc.client_name, name);
+    assert.equal(doc.application_type, type);
+    assert.equal(doc.token_endpoint_auth_method, "none");
+    assert.ok(doc.redirect_uris.includes(`http://127.0.0.1:${ex.port}/api/oauth/callback`), r.text);
+  }
+  const unknown = await rawRequest(ex.port, "GET", "/api/oauth/client-id-metadata/other.json");
+  assert.equal(unknown.status, 404);
+});
+
 test("GET /api/integrations lists the built-in `executor` first, then the MCP integration", async () => {
   const r = await ex.api("GET", "/api/integrations");
   assert.equal(r.status, 200, show(r.body));
