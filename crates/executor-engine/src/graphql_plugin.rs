@@ -124,7 +124,7 @@ async fn schema_for(
         Err(e) => return Err(e.to_string()),
     };
     let schema = executor_graphql::introspect(
-        &inner.http,
+        inner.http(),
         &config.endpoint,
         &connected.headers,
         &connected.query,
@@ -288,7 +288,7 @@ impl Connected {
             Err(e) => return ToolOutcome::Err(*e),
         };
         executor_graphql::invoke_with_schema(
-            &inner.http,
+            inner.http(),
             &self.endpoint,
             self.schema.as_deref(),
             binding,
@@ -490,7 +490,7 @@ impl Engine {
             Some(json) => (Some(parse_supplied(json)?), true),
             None => {
                 match executor_graphql::introspect(
-                    &self.inner.http,
+                    self.inner.http(),
                     &endpoint,
                     &input.headers,
                     &input.query_params,

@@ -112,7 +112,8 @@ pub(crate) struct Inner {
     pub(crate) sandbox: SandboxPool,
     pub(crate) mcp: McpClient,
     /// Pooled HTTP client for OpenAPI and GraphQL upstreams (keep-alive across executions).
-    pub(crate) http: reqwest::Client,
+    /// Built on first use or by [`Engine::warm_up`]; see [`Inner::http`].
+    http: std::sync::OnceLock<reqwest::Client>,
     pub(crate) documents: kinds::Documents,
     /// The async runtime that owns IO; host calls made from the JS threads are spawned here.
     pub(crate) io: tokio::runtime::Handle,
@@ -135,6 +136,13 @@ pub(crate) struct Inner {
     pub(crate) oauth_refresh: oauth::RefreshLocks,
     /// Callback results awaiting `GET /api/oauth/await/:sessionId`.
     pub(crate) oauth_results: oauth::CallbackResults,
+}
+
+impl Inner {
+    /// The upstream HTTP client (OpenAPI, GraphQL, OAuth), built on first use.
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        self.http.get_or_init(upstream_http_client)
+    }
 }
 
 /// Timeouts are per call (the kinds set them). Redirects are followed as `fetch` would.
@@ -162,7 +170,7 @@ impl Engine {
                 config.max_concurrent_executions,
             ),
             mcp,
-            http: upstream_http_client(),
+            http: std::sync::OnceLock::new(),
             documents: kinds::Documents::default(),
             io,
             executions: execution::Registry::default(),
@@ -186,6 +194,14 @@ impl Engine {
 
     pub fn scope(&self) -> &Scope {
         &self.inner.scope
+    }
+
+    /// Builds the upstream HTTP clients now rather than at the first call: each loads the
+    /// system's root certificates (hundreds of files), which is most of a cold start when done
+    /// before the server listens. Blocking; the server runs it once it is listening.
+    pub fn warm_up(&self) {
+        self.inner.http();
+        self.inner.mcp.warm_up();
     }
 
     /// Live downstream MCP sessions (pooled or leased).

@@ -283,7 +283,7 @@ async fn post_token(
     pairs: &[(&str, &str)],
 ) -> Result<TokenResponse, TokenError> {
     let response = inner
-        .http
+        .http()
         .post(token_url)
         .timeout(HTTP_TIMEOUT)
         .header("content-type", "application/x-www-form-urlencoded")
@@ -341,7 +341,7 @@ async fn post_token(
 
 async fn get_json(inner: &Inner, url: &str) -> Option<Value> {
     let response = inner
-        .http
+        .http()
         .get(url)
         .timeout(HTTP_TIMEOUT)
         .header("accept", "application/json")
@@ -794,7 +794,7 @@ impl Engine {
         });
         let response = self
             .inner
-            .http
+            .http()
             .post(endpoint.as_str())
             .timeout(HTTP_TIMEOUT)
             .json(&body)

@@ -216,7 +216,7 @@ impl Connected {
         if let Err(e) = executor_openapi::validate_args(binding, &args) {
             return ToolOutcome::Err(e);
         }
-        executor_openapi::invoke(&inner.http, binding, args, &self.call).await
+        executor_openapi::invoke(inner.http(), binding, args, &self.call).await
     }
 
     pub(crate) fn validate(&self, tool: &ToolRecord, args: &Value) -> Result<(), Box<ToolError>> {
@@ -233,7 +233,7 @@ impl Connected {
             Ok(b) => b,
             Err(e) => return ToolOutcome::Err(*e),
         };
-        executor_openapi::invoke(&inner.http, binding, args, &self.call).await
+        executor_openapi::invoke(inner.http(), binding, args, &self.call).await
     }
 }
 
@@ -441,7 +441,7 @@ impl Engine {
                     parsed.query_pairs_mut().extend_pairs(query.iter());
                     target = parsed.to_string();
                 }
-                executor_openapi::fetch_spec(&self.inner.http, &target, headers)
+                executor_openapi::fetch_spec(self.inner.http(), &target, headers)
                     .await
                     .map_err(spec_error)
             }

@@ -149,8 +149,19 @@ struct PoolState {
     closed: bool,
 }
 
+/// The HTTP clients of the downstream transports, built on first use (or by
+/// [`McpClient::warm_up`]): building one loads the system's root certificates, hundreds of files,
+/// which a server that has only started needs no sooner than its first downstream call.
+#[derive(Clone, Default)]
+struct LazyHttpClients(Arc<std::sync::OnceLock<HttpClients>>);
+
+impl LazyHttpClients {
+    fn get(&self) -> &HttpClients {
+        self.0.get_or_init(HttpClients::new)
+    }
+}
+
 /// The HTTP clients of the downstream transports.
-#[derive(Clone)]
 struct HttpClients {
     /// Legacy HTTP+SSE: keep-alive connection pool (its POSTs are answered with a bare 202).
     pooled: reqwest::Client,
@@ -186,7 +197,7 @@ impl HttpClients {
 
 struct Inner {
     config: McpClientConfig,
-    http: HttpClients,
+    http: LazyHttpClients,
     state: Mutex<PoolState>,
     callbacks: Arc<Callbacks>,
     live: AtomicUsize,
@@ -256,7 +267,12 @@ impl Inner {
         };
         let service = match tokio::time::timeout(
             self.config.discovery_timeout,
-            connect(&self.http, target, handler, self.config.discovery_timeout),
+            connect(
+                self.http.get(),
+                target,
+                handler,
+                self.config.discovery_timeout,
+            ),
         )
         .await
         {
@@ -628,8 +644,14 @@ impl McpClient {
     /// Creates the pool. When called inside a tokio runtime, an idle reaper task is started; it holds
     /// only a weak reference and stops when the last clone is dropped or on [`McpClient::shutdown`].
     /// (Outside a runtime, idle sessions are still evicted lazily on acquire.)
+    /// Builds the HTTP clients now (they load the system's root certificates), so the first
+    /// downstream call does not pay for it. Blocking: run it off the async workers.
+    pub fn warm_up(&self) {
+        self.inner.http.get();
+    }
+
     pub fn new(config: McpClientConfig) -> Self {
-        let http = HttpClients::new();
+        let http = LazyHttpClients::default();
         let inner = Arc::new(Inner {
             config,
             http,
@@ -678,7 +700,7 @@ impl McpClient {
         };
         let http = self.inner.http.clone();
         let work = async move {
-            let service = connect(&http, target, handler, timeout).await?;
+            let service = connect(http.get(), target, handler, timeout).await?;
             let listed = list_all_tools(service.peer(), &target.describe(), max_pages).await;
             let info = service.peer().peer_info();
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, service.cancel()).await;
