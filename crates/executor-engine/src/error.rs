@@ -40,6 +40,9 @@ pub enum EngineError {
         transport: String,
         message: String,
         http_status: Option<u16>,
+        /// The server answered 403 with an RFC 6750 `insufficient_scope` challenge: the
+        /// credentials are valid but lack a scope.
+        insufficient_scope: bool,
     },
     #[error("{message}")]
     McpToolDiscovery {

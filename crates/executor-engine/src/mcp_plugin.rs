@@ -1,11 +1,14 @@
 //! The MCP integration kind: stored config, adding and probing servers, producing tools from a
 //! server's catalog, and invoking them on the execution's downstream session.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Weak};
 
-use executor_core::auth::{AuthMethod, Carrier, Placement, Rendered};
-use executor_core::{Owner, ToolAddress, ToolError, ToolOutcome, slugify};
+use executor_core::auth::{
+    AuthMethod, AuthMethodInput, Carrier, Placement, Rendered, assign_auth_slugs,
+    merge_auth_methods, parse_auth_method_input,
+};
+use executor_core::{Owner, ToolAddress, ToolError, ToolOutcome, now_ms, slugify};
 use executor_mcp::{McpError, RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target};
 use executor_sandbox::HostReply;
 use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
@@ -16,7 +19,9 @@ use crate::catalog::{ConnectionInput, CredentialOrigin, session_label};
 use crate::dispatch::{ExecutionCtx, internal_tool_error};
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::Produced;
-use crate::{Engine, Inner};
+use crate::oauth::ORIGIN_DCR;
+use crate::openapi_plugin::random_base36;
+use crate::{AuthTemplateMode, Engine, Inner};
 
 pub(crate) const PLUGIN_ID: &str = "mcp";
 
@@ -128,7 +133,8 @@ pub struct AddMcpServer {
     pub slug: Option<String>,
     pub query_params: BTreeMap<String, String>,
     pub headers: BTreeMap<String, String>,
-    pub authentication_template: Option<Vec<AuthMethod>>,
+    /// Declared methods as read from the request (slugs are backfilled here).
+    pub authentication_template: Option<Vec<AuthMethodInput>>,
     pub auth: Option<McpAuthShorthand>,
 }
 
@@ -204,10 +210,12 @@ fn stdio_error(message: String) -> EngineError {
         transport: "stdio".to_owned(),
         message,
         http_status: None,
+        insufficient_scope: false,
     }
 }
 
-fn connect_error(e: McpError) -> EngineError {
+/// The API error of a failed dial or discovery against a server reached over `transport`.
+fn connect_error(e: McpError, transport: &str) -> EngineError {
     match e {
         McpError::Connect {
             transport,
@@ -217,6 +225,15 @@ fn connect_error(e: McpError) -> EngineError {
             transport,
             message,
             http_status,
+            insufficient_scope: false,
+        },
+        // At any stage: the credentials are fine but lack a scope, which is the connection's
+        // problem rather than the tool list's.
+        McpError::InsufficientScope { message, .. } => EngineError::McpConnection {
+            transport: transport.to_owned(),
+            message,
+            http_status: Some(403),
+            insufficient_scope: true,
         },
         McpError::ListTools {
             message,
@@ -225,15 +242,6 @@ fn connect_error(e: McpError) -> EngineError {
             stage: "list_tools",
             message,
             http_status,
-        },
-        McpError::InsufficientScope {
-            stage: "list_tools",
-            message,
-            ..
-        } => EngineError::McpToolDiscovery {
-            stage: "list_tools",
-            message,
-            http_status: Some(403),
         },
         McpError::Timeout { stage } => EngineError::McpToolDiscovery {
             stage: if stage == "list_tools" {
@@ -245,16 +253,19 @@ fn connect_error(e: McpError) -> EngineError {
             http_status: None,
         },
         other => EngineError::McpConnection {
-            transport: "remote".to_owned(),
+            transport: transport.to_owned(),
             http_status: other.http_status(),
             message: other.to_string(),
+            insufficient_scope: false,
         },
     }
 }
 
-/// 401/403 at the door: the server is there, it wants credentials.
+/// 401/403 at the door: the server is there, it wants credentials. A 403 `insufficient_scope`
+/// is not one: credentials were sent (static headers) and were accepted, but lack a scope,
+/// which the caller must hear about.
 fn is_auth_wall(e: &McpError) -> bool {
-    e.is_auth_rejection()
+    e.is_auth_rejection() && !matches!(e, McpError::InsufficientScope { .. })
 }
 
 fn validate_endpoint(endpoint: &str) -> EngineResult<()> {
@@ -267,6 +278,7 @@ fn validate_endpoint(endpoint: &str) -> EngineResult<()> {
             transport: "remote".to_owned(),
             message: format!("{endpoint:?} is not an http(s) URL of an MCP server."),
             http_status: None,
+            insufficient_scope: false,
         })
     }
 }
@@ -320,7 +332,7 @@ impl Engine {
                     instructions: None,
                 })
             }
-            Err(e) => Err(connect_error(e)),
+            Err(e) => Err(connect_error(e, RemoteTransport::Auto.as_str())),
         }
     }
 
@@ -348,7 +360,7 @@ impl Engine {
             return Err(EngineError::IntegrationAlreadyExists { slug });
         }
         let authentication_template = match (input.authentication_template, input.auth) {
-            (Some(methods), _) if !methods.is_empty() => methods,
+            (Some(methods), _) if !methods.is_empty() => assign_auth_slugs(methods),
             (
                 _,
                 Some(McpAuthShorthand::Header {
@@ -383,16 +395,8 @@ impl Engine {
             env: BTreeMap::new(),
             authentication_template,
         };
-        match self
-            .inner
-            .mcp
-            .discover(&config.target_with(&Rendered::default()))
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if is_auth_wall(&e) => {}
-            Err(e) => return Err(connect_error(e)),
-        }
+        check_methods(false, &config.authentication_template)?;
+        self.check_answers(&config).await?;
         let name = if input.name.trim().is_empty() {
             slug.clone()
         } else {
@@ -484,7 +488,7 @@ impl Engine {
                     self.inner.mcp.config().discovery_timeout.as_secs()
                 )));
             }
-            Err(e) => return Err(connect_error(e)),
+            Err(e) => return Err(connect_error(e, "stdio")),
         }
         let name = if input.name.trim().is_empty() {
             slug.clone()
@@ -547,6 +551,318 @@ impl Engine {
             can_refresh: record.can_refresh,
             config: record.config,
         }))
+    }
+}
+
+// ---- replacing a server's config or auth methods, removing it (spec §3.9) -----------------
+
+fn invalid(message: impl Into<String>) -> EngineError {
+    EngineError::InvalidInput {
+        message: message.into(),
+    }
+}
+
+fn kind_name(method: &AuthMethod) -> &'static str {
+    match method {
+        AuthMethod::None { .. } => "none",
+        AuthMethod::Apikey { .. } => "apikey",
+        AuthMethod::Oauth2 { .. } => "oauth2",
+        AuthMethod::StdioEnv { .. } => "stdio_env",
+    }
+}
+
+/// The auth methods a server of this transport can use: `none`, `apikey` (header and query
+/// placements) and `oauth2` for a remote server; `stdio_env` and `none` for a stdio one.
+fn check_methods(stdio: bool, methods: &[AuthMethod]) -> EngineResult<()> {
+    for method in methods {
+        match (stdio, method) {
+            (_, AuthMethod::None { .. }) | (false, AuthMethod::Oauth2 { .. }) => {}
+            (false, AuthMethod::Apikey { placements, .. }) => {
+                if placements.iter().any(|p| p.carrier == Carrier::Env) {
+                    return Err(invalid(format!(
+                        "Auth method {:?}: a remote MCP server takes header or query placements, not env.",
+                        method.slug()
+                    )));
+                }
+            }
+            (true, AuthMethod::StdioEnv { vars, .. }) => {
+                if let Some(bad) = vars.iter().find(|v| !valid_env_name(v)) {
+                    return Err(invalid(format!(
+                        "Auth method {:?}: {bad:?} is not a valid environment variable name.",
+                        method.slug()
+                    )));
+                }
+            }
+            (true, other) => {
+                return Err(invalid(format!(
+                    "Auth method {:?}: a stdio MCP server takes `stdio_env` or `none` auth methods, not `{}`.",
+                    other.slug(),
+                    kind_name(other)
+                )));
+            }
+            (false, other) => {
+                return Err(invalid(format!(
+                    "Auth method {:?}: `stdio_env` auth methods are for stdio MCP servers; a remote one takes `none`, `apikey` or `oauth2`.",
+                    other.slug()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl McpConfig {
+    /// Reads a whole config as `POST /api/mcp/servers/:slug/config` receives it and puts it in
+    /// stored form (spec §3.9 "Stored config"): auth methods read like an add's (the input
+    /// dialect or the stored form, slugs backfilled, `[none]` when there are none), defaults
+    /// filled in, fields of the other transport dropped. `Err` says what is wrong.
+    fn from_input(value: &Value) -> EngineResult<Self> {
+        let Value::Object(fields) = value else {
+            return Err(invalid("config must be a JSON object."));
+        };
+        let inputs = match fields.get("authenticationTemplate") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    parse_auth_method_input(v)
+                        .map_err(|e| invalid(format!("config.authenticationTemplate[{i}]: {e}")))
+                })
+                .collect::<EngineResult<Vec<AuthMethodInput>>>()?,
+            Some(_) => {
+                return Err(invalid(
+                    "config.authenticationTemplate must be an array of auth methods.",
+                ));
+            }
+        };
+        let mut rest = fields.clone();
+        rest.remove("authenticationTemplate");
+        let mut config: McpConfig = serde_json::from_value(Value::Object(rest))
+            .map_err(|e| invalid(format!("Invalid MCP config: {e}.")))?;
+        config.authentication_template = assign_auth_slugs(inputs);
+        if config.authentication_template.is_empty() {
+            config.authentication_template = vec![AuthMethod::none()];
+        }
+        match config.transport.as_str() {
+            "remote" => {
+                config.endpoint = config.endpoint.trim().to_owned();
+                if config.endpoint.is_empty() {
+                    return Err(invalid("A remote MCP server needs an endpoint."));
+                }
+                validate_endpoint(&config.endpoint)?;
+                let transport = match config.remote_transport.as_deref() {
+                    None => RemoteTransport::Auto,
+                    Some(raw) => raw.parse().map_err(|_| {
+                        invalid(format!(
+                            "config.remoteTransport must be \"streamable-http\", \"sse\" or \"auto\", got {raw:?}."
+                        ))
+                    })?,
+                };
+                config.remote_transport = Some(transport.as_str().to_owned());
+                config.command = None;
+                config.args.clear();
+                config.cwd = None;
+                config.env.clear();
+            }
+            "stdio" => {
+                let command = config.command.as_deref().map(str::trim).unwrap_or("");
+                if command.is_empty() {
+                    return Err(invalid("A stdio MCP server needs a command."));
+                }
+                config.command = Some(command.to_owned());
+                config.cwd = config.cwd.take().filter(|c| !c.trim().is_empty());
+                if let Some(bad) = config.env.keys().find(|k| !valid_env_name(k)) {
+                    return Err(invalid(format!(
+                        "config.env: {bad:?} is not a valid environment variable name."
+                    )));
+                }
+                config.endpoint.clear();
+                config.remote_transport = None;
+                config.headers.clear();
+                config.query_params.clear();
+            }
+            other => {
+                return Err(invalid(format!(
+                    "config.transport must be \"remote\" or \"stdio\", got {other:?}."
+                )));
+            }
+        }
+        check_methods(config.is_stdio(), &config.authentication_template)?;
+        Ok(config)
+    }
+}
+
+/// Whether a stdio server's command can be found (a path, relative to `cwd` when given, or a
+/// name on the `PATH` the child would search). The server is not started: its secret
+/// environment lives on connections, and each connection's re-listing starts it with that.
+fn check_command(config: &McpConfig) -> EngineResult<()> {
+    let command = config.command.as_deref().unwrap_or("");
+    let found = if command.contains(['/', '\\']) {
+        let path = std::path::Path::new(command);
+        match (&config.cwd, path.is_relative()) {
+            (Some(cwd), true) => std::path::Path::new(cwd).join(path).is_file(),
+            _ => path.is_file(),
+        }
+    } else {
+        let search = config
+            .env
+            .get("PATH")
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os("PATH"))
+            .unwrap_or_default();
+        std::env::split_paths(&search).any(|dir| dir.join(command).is_file())
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(stdio_error(format!(
+            "The command {command:?} of the stdio MCP server was not found."
+        )))
+    }
+}
+
+impl Engine {
+    /// Whether the remote server answers as an MCP server, dialled with the config's static
+    /// headers and query parameters only (an auth wall counts: credentials come with a
+    /// connection). Nothing is stored by the callers when it does not.
+    async fn check_answers(&self, config: &McpConfig) -> EngineResult<()> {
+        match self
+            .inner
+            .mcp
+            .discover(&config.target_with(&Rendered::default()))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if is_auth_wall(&e) => Ok(()),
+            Err(e) => Err(connect_error(e, config.remote_transport().as_str())),
+        }
+    }
+
+    /// The MCP integration `slug`: `IntegrationNotFound` when unknown or of another kind.
+    async fn mcp_record(&self, slug: &str) -> EngineResult<IntegrationRecord> {
+        let record = self.integration_record(slug).await?;
+        if record.plugin_id != PLUGIN_ID {
+            return Err(EngineError::IntegrationNotFound {
+                slug: slug.to_owned(),
+            });
+        }
+        Ok(record)
+    }
+
+    async fn store_mcp_config(
+        &self,
+        record: &mut IntegrationRecord,
+        config: &McpConfig,
+    ) -> EngineResult<()> {
+        let now = now_ms();
+        record.config =
+            serde_json::to_value(config).map_err(|e| EngineError::Internal(e.to_string()))?;
+        record.config_revised_at = Some(now);
+        record.updated_at = now;
+        self.inner
+            .store
+            .upsert_integration(&self.inner.scope, record)
+            .await?;
+        Ok(())
+    }
+
+    /// Replaces the stored config of the MCP server `slug` (remote or stdio) and revises its
+    /// tools: every connection visible here is listed again at once (a failure keeps its
+    /// previous tools and is recorded on it), the others on their next read. A config that does
+    /// not read, a remote server that does not answer or a stdio command that is not found is
+    /// refused, and nothing changes. Returns the stored config.
+    pub async fn set_mcp_config(&self, slug: &str, config: &Value) -> EngineResult<Value> {
+        let mut record = self.mcp_record(slug).await?;
+        let config = McpConfig::from_input(config)?;
+        if config.is_stdio() {
+            check_command(&config)?;
+        } else {
+            self.check_answers(&config).await?;
+        }
+        self.store_mcp_config(&mut record, &config).await?;
+        // Sessions dialled under the old config (another endpoint, command or headers) must not
+        // serve another call, and cached connections must be resolved again.
+        let prefix = format!("{slug}/");
+        self.inner
+            .mcp
+            .close_where(move |label| label.starts_with(&prefix))
+            .await;
+        self.catalog_changed();
+        for connection in self.list_connections(Some(slug), None).await? {
+            self.produce_tools(&record, &connection.key()).await?;
+        }
+        self.catalog_changed();
+        Ok(record.config)
+    }
+
+    /// Sets the auth methods of the MCP server `slug`: `Replace` declares the whole list (slugs
+    /// backfilled), `Merge` replaces same-slug methods in place and appends the others. A stdio
+    /// server takes `stdio_env` / `none` methods, a remote one `none` / `apikey` / `oauth2`.
+    /// Connections re-list their tools on their next read. Returns the stored methods.
+    pub async fn set_mcp_auth(
+        &self,
+        slug: &str,
+        methods: Vec<AuthMethodInput>,
+        mode: AuthTemplateMode,
+    ) -> EngineResult<Vec<AuthMethod>> {
+        let mut record = self.mcp_record(slug).await?;
+        let mut config = McpConfig::from_value(&record.config).ok_or_else(|| {
+            EngineError::Internal(format!("integration {slug} has no valid MCP config"))
+        })?;
+        let mut next = match mode {
+            AuthTemplateMode::Replace => assign_auth_slugs(methods),
+            AuthTemplateMode::Merge => merge_auth_methods(
+                config.authentication_template.clone(),
+                methods,
+                random_base36,
+            ),
+        };
+        if next.is_empty() {
+            next = vec![AuthMethod::none()];
+        }
+        check_methods(config.is_stdio(), &next)?;
+        config.authentication_template = next;
+        self.store_mcp_config(&mut record, &config).await?;
+        self.catalog_changed();
+        Ok(config.authentication_template)
+    }
+
+    /// Removes the integration `slug` (any kind, as the original's route does; unknown slugs
+    /// succeed), then the OAuth clients dynamically registered for it: those its connections
+    /// used and those whose origin names it, unless a connection of another integration uses
+    /// them. Manual clients are never removed.
+    pub async fn remove_mcp_server(&self, slug: &str) -> EngineResult<()> {
+        if slug == crate::BUILTIN_INTEGRATION {
+            return Ok(());
+        }
+        let connections = self.list_connections(None, None).await?;
+        let client_of = |c: &executor_store::ConnectionRecord| {
+            let oauth = c.oauth.as_ref()?;
+            Some((oauth.client_owner.unwrap_or(c.owner), oauth.client.clone()?))
+        };
+        let (here, elsewhere): (Vec<_>, Vec<_>) =
+            connections.iter().partition(|c| c.integration == slug);
+        let used_here: HashSet<(Owner, String)> = here.into_iter().filter_map(client_of).collect();
+        let used_elsewhere: HashSet<(Owner, String)> =
+            elsewhere.into_iter().filter_map(client_of).collect();
+        let doomed: Vec<(Owner, String)> = self
+            .list_oauth_clients()
+            .await?
+            .into_iter()
+            .filter(|c| c.origin_kind == ORIGIN_DCR)
+            .filter_map(|c| {
+                let ours = c.origin_integration.as_deref() == Some(slug);
+                let key = (c.owner, c.slug);
+                ((ours || used_here.contains(&key)) && !used_elsewhere.contains(&key))
+                    .then_some(key)
+            })
+            .collect();
+        self.remove_integration(slug).await?;
+        for (owner, client) in doomed {
+            self.remove_oauth_client(owner, &client).await?;
+        }
+        Ok(())
     }
 }
 

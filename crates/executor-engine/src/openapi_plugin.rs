@@ -409,7 +409,7 @@ fn to_config_value(config: &OpenApiConfig) -> EngineResult<Value> {
 }
 
 /// A 6-character base36 suffix for `custom_` auth slugs.
-fn random_base36() -> String {
+pub(crate) fn random_base36() -> String {
     const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
     (0..6)
         .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)

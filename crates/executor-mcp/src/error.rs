@@ -244,6 +244,13 @@ pub(crate) fn diagnose(err: &(dyn StdError + 'static)) -> Diagnosis {
             if let Some(n) = &s.not_mcp {
                 d.not_mcp.get_or_insert_with(|| n.clone());
             }
+            if s.status == Some(403)
+                && let Some(challenge) = &s.www_authenticate
+                && is_insufficient_scope_challenge(challenge)
+            {
+                d.insufficient_scope =
+                    Some(challenge_param(challenge, "scope").filter(|s| !s.is_empty()));
+            }
             d.broken = true;
         } else if let Some(r) = e.downcast_ref::<reqwest::Error>() {
             diagnose_reqwest(&mut d, r);
@@ -423,6 +430,9 @@ fn insufficient_scope(
 
 pub(crate) fn sse_connect_error(endpoint: &str, err: &SseTransportError) -> McpError {
     let d = diagnose(err);
+    if let Some(required_scope) = d.insufficient_scope {
+        return insufficient_scope("connect", endpoint, required_scope);
+    }
     McpError::Connect {
         transport: "sse".to_owned(),
         message: describe(endpoint, &d, &err.message),

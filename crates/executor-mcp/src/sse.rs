@@ -27,6 +27,9 @@ pub struct SseTransportError {
     pub unreachable: Option<String>,
     /// Set when the endpoint answered, but not like a legacy MCP SSE endpoint.
     pub not_mcp: Option<String>,
+    /// The `WWW-Authenticate` challenge of a 401/403 answer, read like streamable HTTP's
+    /// (RFC 6750 `insufficient_scope` tells a missing scope from a rejected token).
+    pub www_authenticate: Option<String>,
 }
 
 impl SseTransportError {
@@ -36,6 +39,28 @@ impl SseTransportError {
             status: None,
             unreachable: None,
             not_mcp: None,
+            www_authenticate: None,
+        }
+    }
+
+    /// A non-success answer: its status and, for 401/403, its challenge.
+    fn status(message: String, response: &reqwest::Response, not_mcp: Option<String>) -> Self {
+        let status = response.status().as_u16();
+        let www_authenticate = matches!(status, 401 | 403)
+            .then(|| {
+                response
+                    .headers()
+                    .get(reqwest::header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            })
+            .flatten();
+        Self {
+            message,
+            status: Some(status),
+            unreachable: None,
+            not_mcp,
+            www_authenticate,
         }
     }
 
@@ -46,6 +71,7 @@ impl SseTransportError {
             status: d.status,
             unreachable: d.unreachable,
             not_mcp: None,
+            www_authenticate: None,
         }
     }
 }
@@ -91,12 +117,11 @@ impl SseClientTransport {
         let status = response.status();
         if !status.is_success() {
             let auth = matches!(status.as_u16(), 401 | 403);
-            return Err(SseTransportError {
-                message: format!("SSE endpoint answered HTTP {status}"),
-                status: Some(status.as_u16()),
-                unreachable: None,
-                not_mcp: (!auth).then(|| format!("GET answered HTTP {status}")),
-            });
+            return Err(SseTransportError::status(
+                format!("SSE endpoint answered HTTP {status}"),
+                &response,
+                (!auth).then(|| format!("GET answered HTTP {status}")),
+            ));
         }
         let content_type = response
             .headers()
@@ -112,6 +137,7 @@ impl SseClientTransport {
                 message: format!("SSE endpoint answered with content type {content_type:?}"),
                 status: Some(status.as_u16()),
                 unreachable: None,
+                www_authenticate: None,
                 not_mcp: Some(format!(
                     "it answered with content type {}",
                     if content_type.is_empty() {
@@ -146,6 +172,7 @@ impl SseClientTransport {
                         status: None,
                         unreachable: None,
                         not_mcp: Some("no `endpoint` event on the SSE stream".into()),
+                        www_authenticate: None,
                     });
                 }
             }
@@ -210,12 +237,11 @@ impl Transport<RoleClient> for SseClientTransport {
             if status.is_success() {
                 Ok(())
             } else {
-                Err(SseTransportError {
-                    message: format!("legacy SSE POST answered HTTP {status}"),
-                    status: Some(status.as_u16()),
-                    unreachable: None,
-                    not_mcp: None,
-                })
+                Err(SseTransportError::status(
+                    format!("legacy SSE POST answered HTTP {status}"),
+                    &response,
+                    None,
+                ))
             }
         }
     }

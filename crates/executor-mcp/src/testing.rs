@@ -5,7 +5,8 @@
 //!   `selected: Option<String>` — the shape of Render's workspace selection. An axum middleware keeps a
 //!   request ledger (HTTP method, `Mcp-Session-Id`, JSON-RPC method, status), and
 //!   [`StatefulMcpServer::forget_sessions`] makes the server forget every session (old ids → 404).
-//! * [`serve_legacy_sse`]: the same tools behind a legacy (2024-11-05) HTTP+SSE endpoint.
+//! * [`serve_legacy_sse`]: the same tools behind a legacy (2024-11-05) HTTP+SSE endpoint
+//!   ([`serve_legacy_sse_requiring_scope`]: one tool's calls refused with 403 `insufficient_scope`).
 //! * [`serve_many_tools`]: a stateless streamable-HTTP server with `n` tools in one `tools/list` page
 //!   (catalog-size benchmarks).
 //! * [`serve_eliciting`]: a streamable-HTTP server whose tools ask the client with
@@ -494,17 +495,60 @@ pub async fn serve_legacy_sse() -> LegacySseServer {
 
 /// [`serve_legacy_sse`], choosing whether accepted sockets get TCP_NODELAY.
 pub async fn serve_legacy_sse_with(nodelay: bool) -> LegacySseServer {
+    legacy_sse(nodelay, None).await
+}
+
+/// [`serve_legacy_sse`] where a `tools/call` of `tool` is refused with HTTP 403 and the RFC 6750
+/// challenge `Bearer error="insufficient_scope", scope="<scope>"` (a token lacking a scope).
+pub async fn serve_legacy_sse_requiring_scope(
+    tool: &'static str,
+    scope: &'static str,
+) -> LegacySseServer {
+    legacy_sse(true, Some((tool, scope))).await
+}
+
+/// Refuses `tools/call` of the guarded tool with 403 `insufficient_scope`.
+async fn scope_guard(
+    State((tool, scope)): State<(&'static str, &'static str)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024 * 1024)
+        .await
+        .unwrap_or_default();
+    let rpc: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if rpc["method"] == "tools/call" && rpc["params"]["name"] == tool {
+        let mut response = Response::new(Body::from("insufficient scope"));
+        *response.status_mut() = StatusCode::FORBIDDEN;
+        if let Ok(challenge) = axum::http::HeaderValue::from_str(&format!(
+            r#"Bearer error="insufficient_scope", scope="{scope}""#
+        )) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::WWW_AUTHENTICATE, challenge);
+        }
+        return response;
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+async fn legacy_sse(nodelay: bool, guard: Option<(&'static str, &'static str)>) -> LegacySseServer {
     let cancel = CancellationToken::new();
     let state = SseState::default();
     let ledger = Ledger::default();
-    let router = Router::new()
+    let mut router = Router::new()
         .route("/sse", get(sse_get))
         .route("/message", axum::routing::post(sse_post))
-        .with_state(state.clone())
-        .layer(middleware::from_fn_with_state(
-            ledger.clone(),
-            ledger_middleware,
-        ));
+        .with_state(state.clone());
+    if let Some(guard) = guard {
+        router = router.layer(middleware::from_fn_with_state(guard, scope_guard));
+    }
+    let router = router.layer(middleware::from_fn_with_state(
+        ledger.clone(),
+        ledger_middleware,
+    ));
     let (listener, addr) = bind().await;
     spawn_server_with(listener, router, cancel.clone(), nodelay);
     LegacySseServer {

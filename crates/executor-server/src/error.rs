@@ -100,11 +100,15 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             transport,
             message,
             http_status,
+            insufficient_scope,
         } => {
             let mut body =
                 json!({"_tag": "McpConnectionError", "transport": transport, "message": message});
             if let Some(s) = http_status {
                 body["httpStatus"] = json!(s);
+            }
+            if insufficient_scope {
+                body["insufficientScope"] = json!(true);
             }
             (StatusCode::BAD_REQUEST, body)
         }

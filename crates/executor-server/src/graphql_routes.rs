@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use executor_core::auth::{AuthMethodInput, parse_auth_method_input};
+use executor_core::auth::AuthMethodInput;
 use executor_engine::{AddGraphqlIntegration, Engine, GraphqlConfigView, GraphqlIntegrationView};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -72,14 +72,7 @@ fn auth_inputs(value: Option<&Value>) -> Result<Vec<AuthMethodInput>, ApiError> 
             ));
         }
     };
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            parse_auth_method_input(v)
-                .map_err(|e| ApiError::schema(format!("authenticationTemplate[{i}]: {e}")))
-        })
-        .collect()
+    crate::wire::auth_method_inputs(items)
 }
 
 // ---- response shapes ------------------------------------------------------------------------

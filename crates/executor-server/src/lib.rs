@@ -7,6 +7,7 @@ mod error;
 mod graphql_routes;
 mod health_routes;
 pub mod mcp;
+mod mcp_routes;
 mod oauth_routes;
 mod openapi_routes;
 mod routes;

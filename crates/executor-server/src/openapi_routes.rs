@@ -8,10 +8,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use executor_core::auth::{AuthMethodInput, parse_auth_method_input};
-use executor_engine::{
-    AddOpenApiSpec, AuthTemplateMode, Engine, EngineError, OpenApiConfigView, OpenApiSpecSource,
-};
+use executor_core::auth::AuthMethodInput;
+use executor_engine::{AddOpenApiSpec, Engine, EngineError, OpenApiConfigView, OpenApiSpecSource};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -151,17 +149,8 @@ fn check_format(format: Option<&str>) -> Result<(), ApiError> {
 }
 
 fn auth_inputs(raw: Option<Vec<Value>>) -> Result<Option<Vec<AuthMethodInput>>, ApiError> {
-    raw.map(|entries| {
-        entries
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                parse_auth_method_input(v)
-                    .map_err(|e| ApiError::schema(format!("authenticationTemplate[{i}]: {e}")))
-            })
-            .collect()
-    })
-    .transpose()
+    raw.map(|entries| crate::wire::auth_method_inputs(&entries))
+        .transpose()
 }
 
 /// Operations that did not become tools: `[{operation, message}]`.
@@ -264,15 +253,7 @@ async fn configure(
     Path(slug): Path<String>,
     ApiJson(body): ApiJson<ConfigureBody>,
 ) -> ApiResult {
-    let mode = match body.mode.as_deref() {
-        None | Some("merge") => AuthTemplateMode::Merge,
-        Some("replace") => AuthTemplateMode::Replace,
-        Some(other) => {
-            return Err(ApiError::schema(format!(
-                "mode must be \"merge\" or \"replace\", got {other:?}"
-            )));
-        }
-    };
+    let mode = crate::wire::auth_template_mode(body.mode.as_deref())?;
     let methods = auth_inputs(body.authentication_template)?;
     let stored = engine
         .configure_openapi(&slug, methods, mode, body.base_url)

@@ -9,10 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use executor_core::Owner;
-use executor_engine::{
-    AddMcpServer, AddStdioMcpServer, ConnectionInput, CredentialOrigin, Engine, McpAuthShorthand,
-    ResumeAction, ToolListFilter,
-};
+use executor_engine::{ConnectionInput, CredentialOrigin, Engine, ResumeAction, ToolListFilter};
 use executor_store::ConnectionKey;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -26,12 +23,6 @@ type ApiResult = Result<Response, ApiError>;
 pub(crate) fn router(engine: Engine) -> Router {
     let api = Router::new()
         .route("/health", get(health))
-        .route("/mcp/probe", post(probe_mcp))
-        .route("/mcp/servers", post(add_mcp_server))
-        .route(
-            "/mcp/servers/{slug}",
-            get(get_mcp_server).delete(remove_mcp_server),
-        )
         .route("/integrations", get(list_integrations))
         .route(
             "/integrations/{slug}",
@@ -65,6 +56,7 @@ pub(crate) fn router(engine: Engine) -> Router {
         .route("/executions", get(list_executions).post(execute))
         .route("/executions/{id}", get(get_execution))
         .route("/executions/{id}/resume", post(resume_execution))
+        .merge(crate::mcp_routes::router())
         .merge(crate::graphql_routes::router())
         .merge(crate::openapi_routes::router())
         .merge(crate::health_routes::router())
@@ -103,7 +95,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
-fn ok(value: Value) -> ApiResult {
+pub(crate) fn ok(value: Value) -> ApiResult {
     Ok(Json(value).into_response())
 }
 
@@ -118,100 +110,6 @@ async fn not_found() -> Response {
 
 async fn health() -> Response {
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "ok").into_response()
-}
-
-// ---- MCP --------------------------------------------------------------------------------
-
-async fn probe_mcp(
-    State(engine): State<Engine>,
-    ApiJson(body): ApiJson<wire::ProbeBody>,
-) -> ApiResult {
-    let probe = engine
-        .probe_mcp(body.endpoint.trim(), body.headers, body.query_params)
-        .await?;
-    ok(wire::probe(&probe))
-}
-
-async fn add_mcp_server(
-    State(engine): State<Engine>,
-    ApiJson(body): ApiJson<wire::AddServerBody>,
-) -> ApiResult {
-    match body.transport.as_deref() {
-        None | Some("remote") => {}
-        // Local builds allow stdio servers (the spec's `dangerouslyAllowStdioMCP` is on).
-        Some("stdio") => {
-            let command = body
-                .command
-                .filter(|c| !c.trim().is_empty())
-                .ok_or_else(|| ApiError::schema("A stdio MCP server needs a command."))?;
-            let slug = engine
-                .add_stdio_mcp_server(AddStdioMcpServer {
-                    name: body.name,
-                    description: body.description,
-                    command,
-                    args: body.args,
-                    env_vars: body.env_vars,
-                    env: body.env,
-                    cwd: body.cwd,
-                    slug: body.slug,
-                })
-                .await?;
-            return ok(json!({ "slug": slug }));
-        }
-        Some(other) => {
-            return Err(ApiError::schema(format!(
-                "transport must be \"remote\" or \"stdio\", got {other:?}"
-            )));
-        }
-    }
-    let endpoint = body
-        .endpoint
-        .map(|e| e.trim().to_owned())
-        .filter(|e| !e.is_empty())
-        .ok_or_else(|| ApiError::schema("A remote MCP server needs an endpoint."))?;
-    let remote_transport = match body.remote_transport.as_deref() {
-        None => executor_mcp::RemoteTransport::Auto,
-        Some(raw) => raw.parse().map_err(|_| {
-            ApiError::schema(format!(
-                "remoteTransport must be \"streamable-http\", \"sse\" or \"auto\", got {raw:?}"
-            ))
-        })?,
-    };
-    let auth = body.auth.map(|a| match a {
-        wire::AuthShorthandBody::None => McpAuthShorthand::None,
-        wire::AuthShorthandBody::Header {
-            header_name,
-            prefix,
-        } => McpAuthShorthand::Header {
-            header_name,
-            prefix,
-        },
-        wire::AuthShorthandBody::Oauth2 => McpAuthShorthand::Oauth2,
-    });
-    let slug = engine
-        .add_mcp_server(AddMcpServer {
-            name: body.name,
-            description: body.description,
-            endpoint,
-            remote_transport,
-            slug: body.slug,
-            query_params: body.query_params,
-            headers: body.headers,
-            authentication_template: body.authentication_template,
-            auth,
-        })
-        .await?;
-    ok(json!({ "slug": slug }))
-}
-
-async fn get_mcp_server(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    let server = engine.get_mcp_server(&slug).await?;
-    ok(server.as_ref().map(wire::mcp_server).unwrap_or(Value::Null))
-}
-
-async fn remove_mcp_server(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    engine.remove_integration(&slug).await?;
-    ok(json!({ "removed": true }))
 }
 
 // ---- integrations -----------------------------------------------------------------------

@@ -4,14 +4,16 @@ use std::collections::BTreeMap;
 
 use executor_core::Completed;
 use executor_core::address::connection_address;
-use executor_core::auth::{AuthMethod, Carrier};
+use executor_core::auth::{AuthMethod, AuthMethodInput, Carrier, parse_auth_method_input};
 use executor_engine::{
-    BUILTIN_INTEGRATION, ExecutionOutcome, ExecutionSummary, IntegrationView, McpServerView,
-    Paused, PolicyView, ProbeView, STATIC_TOOL_CONNECTION, ToolSchema,
+    AuthTemplateMode, BUILTIN_INTEGRATION, ExecutionOutcome, ExecutionSummary, IntegrationView,
+    Paused, PolicyView, STATIC_TOOL_CONNECTION, ToolSchema,
 };
 use executor_store::{ConnectionRecord, ToolSummary};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+use crate::error::ApiError;
 
 pub(crate) fn integration(view: &IntegrationView) -> Value {
     let mut body = json!({
@@ -198,36 +200,6 @@ pub(crate) fn outcome(o: &ExecutionOutcome) -> Value {
     }
 }
 
-pub(crate) fn mcp_server(v: &McpServerView) -> Value {
-    json!({
-        "slug": v.slug,
-        "description": v.description,
-        "kind": v.kind,
-        "canRemove": v.can_remove,
-        "canRefresh": v.can_refresh,
-        "config": v.config,
-    })
-}
-
-pub(crate) fn probe(p: &ProbeView) -> Value {
-    let mut body = json!({
-        "connected": p.connected,
-        "requiresAuthentication": p.requires_authentication,
-        "requiresOAuth": p.requires_oauth,
-        "supportsDynamicRegistration": p.supports_dynamic_registration,
-        "name": p.name,
-        "slug": p.slug,
-        "toolCount": p.tool_count,
-    });
-    if let Some(s) = &p.server_name {
-        body["serverName"] = json!(s);
-    }
-    if let Some(s) = &p.instructions {
-        body["instructions"] = json!(s);
-    }
-    body
-}
-
 /// A policy, with the count of known tools its pattern matches (beyond the original: a rule
 /// that matches nothing shows `matches: 0` at once).
 pub(crate) fn policy(p: &PolicyView) -> Value {
@@ -243,67 +215,35 @@ pub(crate) fn policy(p: &PolicyView) -> Value {
     })
 }
 
+// ---- auth methods in requests ---------------------------------------------------------------
+
+/// The entries of an `authenticationTemplate` array as add/configure endpoints take them (the
+/// input dialect or the stored form, spec §1.3); a bad entry is a schema error naming it.
+pub(crate) fn auth_method_inputs<'a>(
+    entries: impl IntoIterator<Item = &'a Value>,
+) -> Result<Vec<AuthMethodInput>, ApiError> {
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            parse_auth_method_input(v)
+                .map_err(|e| ApiError::schema(format!("authenticationTemplate[{i}]: {e}")))
+        })
+        .collect()
+}
+
+/// `mode` of the configure endpoints: `"merge"` (the default) or `"replace"`.
+pub(crate) fn auth_template_mode(raw: Option<&str>) -> Result<AuthTemplateMode, ApiError> {
+    match raw {
+        None | Some("merge") => Ok(AuthTemplateMode::Merge),
+        Some("replace") => Ok(AuthTemplateMode::Replace),
+        Some(other) => Err(ApiError::schema(format!(
+            "mode must be \"merge\" or \"replace\", got {other:?}"
+        ))),
+    }
+}
+
 // ---- request bodies -------------------------------------------------------------------------
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ProbeBody {
-    pub(crate) endpoint: String,
-    #[serde(default)]
-    pub(crate) headers: BTreeMap<String, String>,
-    #[serde(default)]
-    pub(crate) query_params: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct AddServerBody {
-    #[serde(default)]
-    pub(crate) transport: Option<String>,
-    pub(crate) name: String,
-    #[serde(default)]
-    pub(crate) description: Option<String>,
-    #[serde(default)]
-    pub(crate) endpoint: Option<String>,
-    #[serde(default)]
-    pub(crate) remote_transport: Option<String>,
-    #[serde(default)]
-    pub(crate) slug: Option<String>,
-    #[serde(default)]
-    pub(crate) query_params: BTreeMap<String, String>,
-    #[serde(default)]
-    pub(crate) headers: BTreeMap<String, String>,
-    #[serde(default)]
-    pub(crate) authentication_template: Option<Vec<AuthMethod>>,
-    #[serde(default)]
-    pub(crate) auth: Option<AuthShorthandBody>,
-    // stdio
-    #[serde(default)]
-    pub(crate) command: Option<String>,
-    #[serde(default)]
-    pub(crate) args: Vec<String>,
-    #[serde(default)]
-    pub(crate) env_vars: Vec<String>,
-    #[serde(default)]
-    pub(crate) env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub(crate) cwd: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-pub(crate) enum AuthShorthandBody {
-    #[serde(rename = "none")]
-    None,
-    #[serde(rename = "header", rename_all = "camelCase")]
-    Header {
-        header_name: String,
-        #[serde(default)]
-        prefix: Option<String>,
-    },
-    #[serde(rename = "oauth2")]
-    Oauth2,
-}
 
 #[derive(Deserialize)]
 pub(crate) struct PatchIntegrationBody {

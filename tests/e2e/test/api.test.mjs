@@ -316,6 +316,29 @@ test("GET /api/mcp/servers/:slug returns the stored config", async () => {
   assert.equal(u.body, null, u.text);
 });
 
+test("POST /api/mcp/servers/:slug/auth merges and replaces; /config refuses bad input", async () => {
+  const { slug: own } = await addMcpIntegration(ex, server.url, { slug: freshSlug("mcp_auth"), name: "Auth MCP" });
+  const bearer = { type: "apiKey", headers: { Authorization: ["Bearer ", { type: "variable", name: "token" }] } };
+  const merged = await ex.api("POST", `/api/mcp/servers/${own}/auth`, { authenticationTemplate: [{ slug: "bearer", ...bearer }] });
+  assert.equal(merged.status, 200, show(merged.body));
+  assert.deepEqual(merged.body.authenticationTemplate, [
+    { slug: "none", kind: "none" },
+    { slug: "bearer", kind: "apikey", placements: [{ carrier: "header", name: "Authorization", prefix: "Bearer " }] },
+  ]);
+  const replaced = await ex.api("POST", `/api/mcp/servers/${own}/auth`, { authenticationTemplate: [{ kind: "oauth2" }], mode: "replace" });
+  assert.equal(replaced.status, 200, show(replaced.body));
+  assert.deepEqual(replaced.body.authenticationTemplate, [{ slug: "oauth2", kind: "oauth2" }]);
+  const stored = await ex.api("GET", `/api/mcp/servers/${own}`);
+  assert.deepEqual(stored.body.config.authenticationTemplate, [{ slug: "oauth2", kind: "oauth2" }], show(stored.body));
+
+  const bad = await ex.api("POST", `/api/mcp/servers/${own}/config`, { config: { transport: "remote", endpoint: server.url, remoteTransport: "websocket" } });
+  assertTag(bad, 400, "HttpApiSchemaError", "bad remoteTransport");
+  const after = await ex.api("GET", `/api/mcp/servers/${own}`);
+  assert.deepEqual(after.body.config, stored.body.config, "a refused config changes nothing");
+  const unknown = await ex.api("POST", "/api/mcp/servers/no_such_server/config", { config: { transport: "remote", endpoint: server.url } });
+  assertTag(unknown, 404, "IntegrationNotFoundError", "config of an unknown server");
+});
+
 test("GET /api/executions/<unknown> → 404 ExecutionNotFoundError", async () => {
   const id = "exec_00000000-0000-4000-8000-000000000000";
   const r = await ex.api("GET", `/api/executions/${id}`);

@@ -1,0 +1,258 @@
+//! `/api/mcp/…` routes (spec §3.9): probe an endpoint, add a remote or stdio server, read it,
+//! replace its config or its auth methods, remove it. Wire shapes are camelCase; bad payloads
+//! are `HttpApiSchemaError`s, failures to reach a server `McpConnectionError`s.
+
+use std::collections::BTreeMap;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::{get, post};
+use executor_engine::{
+    AddMcpServer, AddStdioMcpServer, Engine, McpAuthShorthand, McpServerView, ProbeView,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::routes::{ApiJson, ok};
+use crate::wire::{auth_method_inputs, auth_template_mode};
+
+type ApiResult = Result<Response, ApiError>;
+
+/// Merged into the `/api` router.
+pub(crate) fn router() -> Router<Engine> {
+    Router::new()
+        .route("/mcp/probe", post(probe_mcp))
+        .route("/mcp/servers", post(add_mcp_server))
+        .route(
+            "/mcp/servers/{slug}",
+            get(get_mcp_server).delete(remove_mcp_server),
+        )
+        .route("/mcp/servers/{slug}/config", post(set_config))
+        .route("/mcp/servers/{slug}/auth", post(set_auth))
+}
+
+// ---- request bodies -------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProbeBody {
+    endpoint: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    query_params: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AddServerBody {
+    #[serde(default)]
+    transport: Option<String>,
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    endpoint: Option<String>,
+    #[serde(default)]
+    remote_transport: Option<String>,
+    #[serde(default)]
+    slug: Option<String>,
+    #[serde(default)]
+    query_params: BTreeMap<String, String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    /// `McpAuthMethodInput[]`, read by [`auth_method_inputs`].
+    authentication_template: Option<Vec<Value>>,
+    #[serde(default)]
+    auth: Option<AuthShorthandBody>,
+    // stdio
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env_vars: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+enum AuthShorthandBody {
+    #[serde(rename = "none")]
+    None,
+    #[serde(rename = "header", rename_all = "camelCase")]
+    Header {
+        header_name: String,
+        #[serde(default)]
+        prefix: Option<String>,
+    },
+    #[serde(rename = "oauth2")]
+    Oauth2,
+}
+
+#[derive(Deserialize)]
+struct SetConfigBody {
+    /// `McpIntegrationConfig`: read and checked by the engine.
+    config: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SetAuthBody {
+    authentication_template: Vec<Value>,
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+// ---- response shapes ------------------------------------------------------------------------
+
+fn server_json(v: &McpServerView) -> Value {
+    json!({
+        "slug": v.slug,
+        "description": v.description,
+        "kind": v.kind,
+        "canRemove": v.can_remove,
+        "canRefresh": v.can_refresh,
+        "config": v.config,
+    })
+}
+
+fn probe_json(p: &ProbeView) -> Value {
+    let mut body = json!({
+        "connected": p.connected,
+        "requiresAuthentication": p.requires_authentication,
+        "requiresOAuth": p.requires_oauth,
+        "supportsDynamicRegistration": p.supports_dynamic_registration,
+        "name": p.name,
+        "slug": p.slug,
+        "toolCount": p.tool_count,
+    });
+    if let Some(s) = &p.server_name {
+        body["serverName"] = json!(s);
+    }
+    if let Some(s) = &p.instructions {
+        body["instructions"] = json!(s);
+    }
+    body
+}
+
+// ---- handlers -------------------------------------------------------------------------------
+
+async fn probe_mcp(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBody>) -> ApiResult {
+    let probe = engine
+        .probe_mcp(body.endpoint.trim(), body.headers, body.query_params)
+        .await?;
+    ok(probe_json(&probe))
+}
+
+async fn add_mcp_server(
+    State(engine): State<Engine>,
+    ApiJson(body): ApiJson<AddServerBody>,
+) -> ApiResult {
+    match body.transport.as_deref() {
+        None | Some("remote") => {}
+        // Local builds allow stdio servers (the spec's `dangerouslyAllowStdioMCP` is on).
+        Some("stdio") => {
+            let command = body
+                .command
+                .filter(|c| !c.trim().is_empty())
+                .ok_or_else(|| ApiError::schema("A stdio MCP server needs a command."))?;
+            let slug = engine
+                .add_stdio_mcp_server(AddStdioMcpServer {
+                    name: body.name,
+                    description: body.description,
+                    command,
+                    args: body.args,
+                    env_vars: body.env_vars,
+                    env: body.env,
+                    cwd: body.cwd,
+                    slug: body.slug,
+                })
+                .await?;
+            return ok(json!({ "slug": slug }));
+        }
+        Some(other) => {
+            return Err(ApiError::schema(format!(
+                "transport must be \"remote\" or \"stdio\", got {other:?}"
+            )));
+        }
+    }
+    let endpoint = body
+        .endpoint
+        .map(|e| e.trim().to_owned())
+        .filter(|e| !e.is_empty())
+        .ok_or_else(|| ApiError::schema("A remote MCP server needs an endpoint."))?;
+    let remote_transport = match body.remote_transport.as_deref() {
+        None => executor_mcp::RemoteTransport::Auto,
+        Some(raw) => raw.parse().map_err(|_| {
+            ApiError::schema(format!(
+                "remoteTransport must be \"streamable-http\", \"sse\" or \"auto\", got {raw:?}"
+            ))
+        })?,
+    };
+    let auth = body.auth.map(|a| match a {
+        AuthShorthandBody::None => McpAuthShorthand::None,
+        AuthShorthandBody::Header {
+            header_name,
+            prefix,
+        } => McpAuthShorthand::Header {
+            header_name,
+            prefix,
+        },
+        AuthShorthandBody::Oauth2 => McpAuthShorthand::Oauth2,
+    });
+    let slug = engine
+        .add_mcp_server(AddMcpServer {
+            name: body.name,
+            description: body.description,
+            endpoint,
+            remote_transport,
+            slug: body.slug,
+            query_params: body.query_params,
+            headers: body.headers,
+            authentication_template: body
+                .authentication_template
+                .as_deref()
+                .map(auth_method_inputs)
+                .transpose()?,
+            auth,
+        })
+        .await?;
+    ok(json!({ "slug": slug }))
+}
+
+async fn get_mcp_server(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
+    let server = engine.get_mcp_server(&slug).await?;
+    ok(server.as_ref().map(server_json).unwrap_or(Value::Null))
+}
+
+async fn remove_mcp_server(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
+    engine.remove_mcp_server(&slug).await?;
+    ok(json!({ "removed": true }))
+}
+
+async fn set_config(
+    State(engine): State<Engine>,
+    Path(slug): Path<String>,
+    ApiJson(body): ApiJson<SetConfigBody>,
+) -> ApiResult {
+    let config = engine.set_mcp_config(&slug, &body.config).await?;
+    ok(json!({ "config": config }))
+}
+
+async fn set_auth(
+    State(engine): State<Engine>,
+    Path(slug): Path<String>,
+    ApiJson(body): ApiJson<SetAuthBody>,
+) -> ApiResult {
+    let mode = auth_template_mode(body.mode.as_deref())?;
+    let methods = auth_method_inputs(&body.authentication_template)?;
+    let stored = engine.set_mcp_auth(&slug, methods, mode).await?;
+    ok(json!({ "authenticationTemplate": stored }))
+}
