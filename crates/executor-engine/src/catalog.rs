@@ -104,6 +104,16 @@ pub struct ToolListFilter {
 }
 
 impl Engine {
+    /// Closes the downstream sessions of an integration's connections (their labels start with
+    /// `<slug>/`): a removed or reconfigured integration's sessions must not serve another call.
+    pub(crate) async fn close_integration_sessions(&self, slug: &str) {
+        let prefix = format!("{slug}/");
+        self.inner
+            .mcp
+            .close_where(move |label| label.starts_with(&prefix))
+            .await;
+    }
+
     // ---- integrations -------------------------------------------------------------------
 
     pub async fn list_integrations(&self) -> EngineResult<Vec<IntegrationView>> {
@@ -195,11 +205,7 @@ impl Engine {
         for connection in &connections {
             self.delete_owned_items(connection).await?;
         }
-        let prefix = format!("{slug}/");
-        self.inner
-            .mcp
-            .close_where(move |label| label.starts_with(&prefix))
-            .await;
+        self.close_integration_sessions(slug).await;
         self.catalog_changed();
         Ok(())
     }

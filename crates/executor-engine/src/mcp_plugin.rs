@@ -783,11 +783,7 @@ impl Engine {
         self.store_mcp_config(&mut record, &config).await?;
         // Sessions dialled under the old config (another endpoint, command or headers) must not
         // serve another call, and cached connections must be resolved again.
-        let prefix = format!("{slug}/");
-        self.inner
-            .mcp
-            .close_where(move |label| label.starts_with(&prefix))
-            .await;
+        self.close_integration_sessions(slug).await;
         self.catalog_changed();
         for connection in self.list_connections(Some(slug), None).await? {
             self.produce_tools(&record, &connection.key()).await?;
