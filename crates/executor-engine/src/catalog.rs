@@ -76,10 +76,93 @@ pub enum CredentialOrigin {
     /// Sugar for the variable `token`.
     Value(String),
     Values(BTreeMap<String, String>),
+    /// An item of a registered provider, for the variable `token`.
     From {
         provider: String,
         id: String,
     },
+    /// One origin per variable (the core tool's form). All inputs must share one provider.
+    Inputs(BTreeMap<String, InputOrigin>),
+}
+
+/// The origin of one credential input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputOrigin {
+    /// A value the caller pasted; stored in the default writable provider.
+    Value(String),
+    /// An item of a registered provider, referenced and never copied.
+    From { provider: String, id: String },
+}
+
+/// A connection's credential inputs once their origin is checked (spec §1.4): a connection row
+/// carries one provider, so its inputs are either all pasted or all items of one provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ResolvedInputs {
+    /// `{variable: value}` to write to the default writable provider (empty values dropped).
+    Pasted(BTreeMap<String, String>),
+    /// `{variable: itemId}` of `provider`.
+    External {
+        provider: String,
+        items: BTreeMap<String, String>,
+    },
+}
+
+impl CredentialOrigin {
+    /// Checks the inputs against the spec's rules. `none` templates may have no input; whether
+    /// an external provider is registered is the caller's check (it holds the registry).
+    pub(crate) fn resolve(self, template: &str) -> EngineResult<ResolvedInputs> {
+        let inputs: Vec<(String, InputOrigin)> = match self {
+            CredentialOrigin::Value(v) => vec![("token".to_owned(), InputOrigin::Value(v))],
+            CredentialOrigin::Values(values) => values
+                .into_iter()
+                .map(|(k, v)| (k, InputOrigin::Value(v)))
+                .collect(),
+            CredentialOrigin::From { provider, id } => {
+                vec![("token".to_owned(), InputOrigin::From { provider, id })]
+            }
+            CredentialOrigin::Inputs(inputs) => inputs.into_iter().collect(),
+        };
+        let invalid = |message: &str| EngineError::InvalidConnectionInput {
+            message: message.to_owned(),
+        };
+        let mut pasted = BTreeMap::new();
+        let mut external: BTreeMap<String, (String, String)> = BTreeMap::new();
+        for (variable, origin) in inputs {
+            match origin {
+                // An empty paste is no input (forms send `value: ""` for `none`).
+                InputOrigin::Value(v) if v.is_empty() => {}
+                InputOrigin::Value(v) => {
+                    pasted.insert(variable, v);
+                }
+                InputOrigin::From { provider, id } => {
+                    external.insert(variable, (provider, id));
+                }
+            }
+        }
+        if !pasted.is_empty() && !external.is_empty() {
+            return Err(invalid(
+                "A connection cannot mix pasted and external-provider inputs.",
+            ));
+        }
+        let Some((_, (provider, _))) = external.first_key_value() else {
+            if pasted.is_empty() && template != "none" {
+                return Err(invalid(
+                    "A connection must supply at least one credential input.",
+                ));
+            }
+            return Ok(ResolvedInputs::Pasted(pasted));
+        };
+        let provider = provider.clone();
+        if external.values().any(|(p, _)| *p != provider) {
+            return Err(invalid(
+                "A connection's inputs must all use the same external provider.",
+            ));
+        }
+        Ok(ResolvedInputs::External {
+            provider,
+            items: external.into_iter().map(|(k, (_, id))| (k, id)).collect(),
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -246,8 +329,8 @@ impl Engine {
             });
         }
         let view = IntegrationView::from_record(&integration);
-        let is_none_template = input.template == "none";
-        if !is_none_template && !view.auth_methods.iter().any(|m| m.slug() == input.template) {
+        if input.template != "none" && !view.auth_methods.iter().any(|m| m.slug() == input.template)
+        {
             let known: Vec<&str> = view.auth_methods.iter().map(AuthMethod::slug).collect();
             return Err(EngineError::InvalidConnectionInput {
                 message: format!(
@@ -272,41 +355,29 @@ impl Engine {
         // Pasted values go to the default writable provider; references name an item of any
         // registered provider.
         let providers = &self.inner.providers;
-        let (provider, pasted, referenced) = match &input.origin {
-            CredentialOrigin::Value(v) => (
-                providers.default_writable()?,
-                non_empty([("token".to_owned(), v.clone())]),
-                BTreeMap::new(),
-            ),
-            CredentialOrigin::Values(values) => (
-                providers.default_writable()?,
-                non_empty(values.clone()),
-                BTreeMap::new(),
-            ),
-            CredentialOrigin::From { provider, id } => (
-                providers.get(provider).ok_or_else(|| {
+        let mut item_ids = serde_json::Map::new();
+        let provider = match input.origin.resolve(&input.template)? {
+            ResolvedInputs::Pasted(values) => {
+                let provider = providers.default_writable()?;
+                for (variable, value) in &values {
+                    let item = format!("{item_prefix}:{variable}");
+                    provider.put(&item, value).await?;
+                    item_ids.insert(variable.clone(), Value::String(item));
+                }
+                provider
+            }
+            ResolvedInputs::External { provider, items } => {
+                let provider = providers.get(&provider).ok_or_else(|| {
                     EngineError::CredentialProviderNotRegistered {
                         provider: provider.clone(),
                     }
-                })?,
-                BTreeMap::new(),
-                BTreeMap::from([("token".to_owned(), id.clone())]),
-            ),
+                })?;
+                for (variable, item) in items {
+                    item_ids.insert(variable, Value::String(item));
+                }
+                provider
+            }
         };
-        if !is_none_template && pasted.is_empty() && referenced.is_empty() {
-            return Err(EngineError::InvalidConnectionInput {
-                message: "A connection must supply at least one credential input.".to_owned(),
-            });
-        }
-        let mut item_ids = serde_json::Map::new();
-        for (variable, value) in &pasted {
-            let item = format!("{item_prefix}:{variable}");
-            provider.put(&item, value).await?;
-            item_ids.insert(variable.clone(), Value::String(item));
-        }
-        for (variable, item) in referenced {
-            item_ids.insert(variable, Value::String(item));
-        }
         let now = now_ms();
         let record = ConnectionRecord {
             owner: input.owner,
@@ -739,10 +810,6 @@ pub(crate) fn item_ids(value: &Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-fn non_empty(values: impl IntoIterator<Item = (String, String)>) -> BTreeMap<String, String> {
-    values.into_iter().filter(|(_, v)| !v.is_empty()).collect()
-}
-
 impl Engine {
     /// Stores a new removable, refreshable integration of `plugin_id` and marks the catalog
     /// changed; a taken slug is `IntegrationAlreadyExists`.
@@ -785,5 +852,87 @@ impl Engine {
             }
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pasted(v: &str) -> InputOrigin {
+        InputOrigin::Value(v.to_owned())
+    }
+
+    fn item(provider: &str, id: &str) -> InputOrigin {
+        InputOrigin::From {
+            provider: provider.to_owned(),
+            id: id.to_owned(),
+        }
+    }
+
+    fn resolve(inputs: &[(&str, InputOrigin)], template: &str) -> Result<ResolvedInputs, String> {
+        CredentialOrigin::Inputs(
+            inputs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+        )
+        .resolve(template)
+        .map_err(|e| e.to_string())
+    }
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn inputs_share_one_provider() {
+        assert_eq!(
+            resolve(&[("token", pasted("t")), ("user", pasted("u"))], "apikey"),
+            Ok(ResolvedInputs::Pasted(map(&[
+                ("token", "t"),
+                ("user", "u")
+            ])))
+        );
+        assert_eq!(
+            resolve(
+                &[("a", item("file", "A")), ("b", item("file", "B"))],
+                "apikey"
+            ),
+            Ok(ResolvedInputs::External {
+                provider: "file".to_owned(),
+                items: map(&[("a", "A"), ("b", "B")]),
+            })
+        );
+        assert_eq!(
+            resolve(&[("a", pasted("x")), ("b", item("file", "B"))], "apikey"),
+            Err("A connection cannot mix pasted and external-provider inputs.".to_owned())
+        );
+        assert_eq!(
+            resolve(
+                &[("a", item("file", "A")), ("b", item("vault", "B"))],
+                "apikey"
+            ),
+            Err("A connection's inputs must all use the same external provider.".to_owned())
+        );
+        // Empty pastes are no input: allowed for `none`, refused otherwise.
+        assert_eq!(
+            resolve(&[("token", pasted(""))], "none"),
+            Ok(ResolvedInputs::Pasted(BTreeMap::new()))
+        );
+        assert_eq!(
+            resolve(&[], "apikey"),
+            Err("A connection must supply at least one credential input.".to_owned())
+        );
+        assert_eq!(
+            resolve(&[("a", pasted("")), ("b", item("file", "B"))], "apikey"),
+            Ok(ResolvedInputs::External {
+                provider: "file".to_owned(),
+                items: map(&[("b", "B")]),
+            })
+        );
     }
 }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::catalog::IntegrationView;
+use crate::catalog::ResolvedInputs;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::Kind;
 use crate::{CredentialOrigin, Engine, mcp_plugin, openapi_plugin};
@@ -501,32 +502,27 @@ impl Engine {
                     .to_owned(),
             });
         }
-        let values: BTreeMap<String, String> = match input.origin {
-            CredentialOrigin::Value(v) => BTreeMap::from([("token".to_owned(), v)]),
-            CredentialOrigin::Values(v) => v,
-            CredentialOrigin::From { provider, id } => {
-                let value = self
-                    .inner
-                    .providers
-                    .get(&provider)
-                    .ok_or_else(|| EngineError::CredentialProviderNotRegistered {
+        // The same input rules as creating the connection; references are read, not copied.
+        let values: BTreeMap<String, String> = match input.origin.resolve(&input.template)? {
+            ResolvedInputs::Pasted(values) => values,
+            ResolvedInputs::External { provider, items } => {
+                let source = self.inner.providers.get(&provider).ok_or_else(|| {
+                    EngineError::CredentialProviderNotRegistered {
                         provider: provider.clone(),
-                    })?
-                    .get(&id)
-                    .await?
-                    .ok_or_else(|| EngineError::InvalidConnectionInput {
-                        message: format!("The provider {provider} has no item {id:?}."),
+                    }
+                })?;
+                let mut values = BTreeMap::new();
+                for (variable, id) in items {
+                    let value = source.get(&id).await?.ok_or_else(|| {
+                        EngineError::InvalidConnectionInput {
+                            message: format!("The provider {provider} has no item {id:?}."),
+                        }
                     })?;
-                BTreeMap::from([("token".to_owned(), value)])
+                    values.insert(variable, value);
+                }
+                values
             }
         };
-        let values: BTreeMap<String, String> =
-            values.into_iter().filter(|(_, v)| !v.is_empty()).collect();
-        if input.template != "none" && values.is_empty() {
-            return Err(EngineError::InvalidConnectionInput {
-                message: "A connection must supply at least one credential input.".to_owned(),
-            });
-        }
         let label = format!("{}/{}/(unsaved)", input.integration, input.owner);
         let spec = input.spec.or_else(|| declared_spec(&integration));
         match self.probe_credentials(&methods, &input.template, values, label) {

@@ -30,8 +30,8 @@ use executor_store::{Scope, Store};
 
 pub use builtins::STATIC_TOOL_CONNECTION;
 pub use catalog::{
-    BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, IntegrationView, ToolListFilter,
-    ToolSchema,
+    BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, InputOrigin, IntegrationView,
+    ToolListFilter, ToolSchema,
 };
 pub use error::{EngineError, EngineResult};
 pub use execution::{ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ResumeAction};
@@ -70,7 +70,13 @@ pub struct EngineConfig {
     pub history_retention: Duration,
     /// Credential providers besides the vault (none by default: the binary decides).
     pub providers: ProvidersConfig,
+    /// Where people reach this executor in a browser (`EXECUTOR_WEB_BASE_URL`). `None`: the
+    /// HTTP server's own address, once it has one ([`Engine::serving_at`]).
+    pub web_base_url: Option<String>,
 }
+
+/// The path of the OAuth redirect URI under the web base URL.
+pub const OAUTH_CALLBACK_PATH: &str = "/api/oauth/callback";
 
 /// Default [`EngineConfig::pause_ttl`].
 pub const DEFAULT_PAUSE_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -94,6 +100,7 @@ impl EngineConfig {
             pause_ttl: DEFAULT_PAUSE_TTL,
             history_retention: DEFAULT_HISTORY_RETENTION,
             providers: ProvidersConfig::default(),
+            web_base_url: None,
         }
     }
 }
@@ -136,6 +143,9 @@ pub(crate) struct Inner {
     pub(crate) oauth_refresh: oauth::RefreshLocks,
     /// Callback results awaiting `GET /api/oauth/await/:sessionId`.
     pub(crate) oauth_results: oauth::CallbackResults,
+    /// The configured web base URL, else the HTTP server's address (set once it listens).
+    /// Core tools build browser links and OAuth redirect URIs from it.
+    pub(crate) web_base_url: std::sync::OnceLock<String>,
 }
 
 impl Inner {
@@ -186,6 +196,10 @@ impl Engine {
             connection_cache: tool_cache::ConnectionCache::default(),
             oauth_refresh: oauth::RefreshLocks::default(),
             oauth_results: oauth::CallbackResults::default(),
+            web_base_url: match config.web_base_url.as_deref().map(str::trim) {
+                Some(base) if !base.is_empty() => base.trim_end_matches('/').to_owned().into(),
+                _ => std::sync::OnceLock::new(),
+            },
         });
         mcp_plugin::watch_list_changed(&inner);
         execution::spawn_sweeper(&inner);
@@ -202,6 +216,21 @@ impl Engine {
     pub fn warm_up(&self) {
         self.inner.http();
         self.inner.mcp.warm_up();
+    }
+
+    /// Tells the engine where its HTTP server listens (`http://host:port`). A configured web
+    /// base URL wins; otherwise the first address given is kept.
+    pub fn serving_at(&self, base_url: &str) {
+        let _ = self
+            .inner
+            .web_base_url
+            .set(base_url.trim_end_matches('/').to_owned());
+    }
+
+    /// Where people reach this executor in a browser, if known: the configured base URL, else
+    /// the HTTP server's address. `None` when nothing serves HTTP (stdio without a server).
+    pub fn web_base_url(&self) -> Option<&str> {
+        self.inner.web_base_url.get().map(String::as_str)
     }
 
     /// Live downstream MCP sessions (pooled or leased).

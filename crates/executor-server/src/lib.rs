@@ -70,6 +70,10 @@ pub async fn serve_with(
     drain: Duration,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
+    // Core tools hand people links to this server (handoffs, OAuth redirect URIs).
+    if let Ok(local) = listener.local_addr() {
+        engine.serving_at(&local_base_url(local));
+    }
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
@@ -92,4 +96,13 @@ pub async fn serve_with(
             Ok(())
         }
     }
+}
+
+/// `http://<ip>:<port>` of a bound address; a wildcard bind is reached at 127.0.0.1.
+fn local_base_url(local: std::net::SocketAddr) -> String {
+    let mut shown = local;
+    if local.ip().is_unspecified() {
+        shown.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    format!("http://{shown}")
 }

@@ -21,7 +21,8 @@ type ApiResult = Result<Response, ApiError>;
 
 /// Overrides the base of the redirect URI (`<base>/api/oauth/callback`).
 pub const WEB_BASE_URL_ENV: &str = "EXECUTOR_WEB_BASE_URL";
-const CALLBACK_PATH: &str = "/api/oauth/callback";
+/// The engine builds the same redirect URI for the core tools.
+const CALLBACK_PATH: &str = executor_engine::OAUTH_CALLBACK_PATH;
 
 pub(crate) fn router() -> Router<Engine> {
     Router::new()

@@ -111,6 +111,8 @@ pub(crate) async fn open_engine(
                 auth_file: executor_engine::auth_file_from_env(),
                 keychain: true,
             },
+            // Else the HTTP server's address, once it listens.
+            web_base_url: std::env::var(executor_server::WEB_BASE_URL_ENV).ok(),
             ..EngineConfig::with_js_timeout(execution_timeout)
         },
     );

@@ -1,16 +1,21 @@
 //! What the sandbox offers besides integration tools: `tools.search`, `tools.describe.tool`,
 //! `tools.executor.integrations.list`, and the static core tools under `executor.coreTools.*`.
-//! They run through the dispatcher like every other call.
+//! They run through the dispatcher like every other call. Core tools call the same engine
+//! operations as the HTTP routes (`connections.rs`, `oauth.rs` here hold their argument
+//! parsing and result shapes).
+
+mod connections;
+mod oauth;
 
 use std::sync::Arc;
 
-use executor_core::ToolOutcome;
 use executor_core::policy::PolicyAction;
 use executor_core::search::{SearchEntry, SearchIndex, SearchQuery, suggest};
+use executor_core::{Owner, ToolError, ToolOutcome};
 use executor_sandbox::HostReply;
 use serde_json::{Map, Value, json};
 
-use crate::error::EngineResult;
+use crate::error::{EngineError, EngineResult};
 use crate::{Engine, Inner};
 
 /// Listings show static tools under this connection of the built-in integration.
@@ -56,18 +61,6 @@ fn no_input() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
-fn connections_list_input() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "integration": {"type": "string", "description": "Only connections of this integration slug."},
-            "owner": {"type": "string", "enum": ["org", "user"]},
-            "verbose": {"type": "boolean", "description": "Include OAuth scope details."}
-        },
-        "additionalProperties": false
-    })
-}
-
 fn integrations_list_input() -> Value {
     json!({
         "type": "object",
@@ -89,7 +82,9 @@ fn providers_items_input() -> Value {
     })
 }
 
-/// The static tools of this build. Approval-gated ones arrive with the policies work.
+/// The static tools of this build (spec §4.4, without `integrations.detect`: the engine has no
+/// detection yet). Writes that bind credentials, mint connections or change what runs without
+/// asking require approval; reads and browser handoffs do not.
 pub(crate) const STATIC_TOOLS: &[StaticTool] = &[
     StaticTool {
         fqid: "executor.coreTools.integrations.list",
@@ -99,9 +94,33 @@ pub(crate) const STATIC_TOOLS: &[StaticTool] = &[
     },
     StaticTool {
         fqid: "executor.coreTools.connections.list",
-        description: "List saved connections (credentials) and their tool addresses.",
-        input_schema: connections_list_input,
+        description: "List saved connections (credentials) and their tool addresses; never their values. OAuth scopes are counted (oauthScopeCount); verbose: true adds the granted scope string.",
+        input_schema: connections::list_input,
         requires_approval: false,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.connections.create",
+        description: "Create or replace a connection: { owner, name, integration, template, from: { provider, id } } or inputs: { <variable>: { provider, id } | \"<pasted value>\" } (one provider for all inputs). template \"none\" needs no origin. For API keys a person should type, use connections.createHandoff; for OAuth, oauth.start.",
+        input_schema: connections::create_input,
+        requires_approval: true,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.connections.createHandoff",
+        description: "Get a browser URL that opens the Add account form of an integration, so the user enters the credential in the web UI instead of the chat: { integration, owner?, template?, label? }.",
+        input_schema: connections::handoff_input,
+        requires_approval: false,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.connections.remove",
+        description: "Remove a connection and its tools: { owner, integration, name }.",
+        input_schema: connections::ref_input,
+        requires_approval: true,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.connections.refresh",
+        description: "List a connection's tools again from its integration: { owner, integration, name }. Returns the tools and the connection's health (a failed sync keeps the old tools and says why).",
+        input_schema: connections::ref_input,
+        requires_approval: true,
     },
     StaticTool {
         fqid: "executor.coreTools.providers.list",
@@ -113,6 +132,54 @@ pub(crate) const STATIC_TOOLS: &[StaticTool] = &[
         fqid: "executor.coreTools.providers.items",
         description: "List the items a credential provider holds (names only, never values).",
         input_schema: providers_items_input,
+        requires_approval: false,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.oauth.clients.list",
+        description: "List registered OAuth clients (never their secrets).",
+        input_schema: no_input,
+        requires_approval: false,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.oauth.clients.create",
+        description: "Register or replace an OAuth client without a secret (a public PKCE client): { owner, slug, grant, clientId, tokenUrl, authorizationUrl?, resource? }. For a client with a secret, use oauth.clients.createHandoff.",
+        input_schema: oauth::clients_create_input,
+        requires_approval: true,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.oauth.clients.createHandoff",
+        description: "Get a browser URL that opens the Register OAuth app form of an integration, pre-filled with the non-secret fields, so the user enters the client secret in the web UI.",
+        input_schema: oauth::clients_handoff_input,
+        requires_approval: false,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.oauth.clients.registerDynamic",
+        description: "Register an OAuth client by RFC 7591 dynamic registration (reused for the same issuer, resource and redirect URI); take the endpoints from oauth.probe.",
+        input_schema: oauth::clients_register_input,
+        requires_approval: true,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.oauth.clients.remove",
+        description: "Remove an OAuth client: { owner, slug }. Its connections stay and fail at their next refresh.",
+        input_schema: oauth::clients_remove_input,
+        requires_approval: true,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.oauth.probe",
+        description: "Discover OAuth endpoints for a URL (RFC 9728 protected resource, then RFC 8414 / OIDC metadata).",
+        input_schema: oauth::probe_input,
+        requires_approval: false,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.oauth.start",
+        description: "Start OAuth for a new connection with a registered client. Client credentials connect at once (status connected); authorization code returns an authorizationUrl for the user to open (status redirect).",
+        input_schema: oauth::start_input,
+        requires_approval: true,
+    },
+    StaticTool {
+        fqid: "executor.coreTools.oauth.cancel",
+        description: "Cancel a pending OAuth sign-in by its state.",
+        input_schema: oauth::cancel_input,
         requires_approval: false,
     },
     StaticTool {
@@ -222,45 +289,235 @@ pub(crate) async fn dispatch_helper(
 }
 
 /// Runs a static core tool (after the dispatcher's policy gate). Core tools answer with the
-/// result union: bad arguments are `invalid_tool_arguments`, never a throw.
+/// result union: bad arguments are `invalid_tool_arguments` and the engine's user-actionable
+/// errors carry their own codes, never a throw; only defects reject (opaquely).
 pub(crate) async fn run_static(engine: &Engine, tool: &StaticTool, args: &Value) -> HostReply {
-    let reply = match tool.fqid {
-        "executor.coreTools.integrations.list" => integrations_list(engine, args).await,
-        "executor.coreTools.connections.list" => connections_list(engine, args).await,
-        "executor.coreTools.providers.list" => Ok(Ok(json!(engine.list_providers()))),
-        "executor.coreTools.providers.items" => providers_items(engine, args).await,
-        "executor.coreTools.policies.list" => policies_list(engine).await,
-        "executor.coreTools.policies.create" => policies_create(engine, args).await,
-        "executor.coreTools.policies.update" => policies_update(engine, args).await,
-        "executor.coreTools.policies.remove" => policies_remove(engine, args).await,
-        other => Err(crate::EngineError::Internal(format!(
-            "static tool {other} has no handler"
-        ))),
+    let reply: CoreResult = match tool.fqid {
+        "executor.coreTools.integrations.list" => legacy(integrations_list(engine, args).await),
+        "executor.coreTools.connections.list" => connections::list(engine, args).await,
+        "executor.coreTools.connections.create" => connections::create(engine, args).await,
+        "executor.coreTools.connections.createHandoff" => {
+            connections::create_handoff(engine, args).await
+        }
+        "executor.coreTools.connections.remove" => connections::remove(engine, args).await,
+        "executor.coreTools.connections.refresh" => connections::refresh(engine, args).await,
+        "executor.coreTools.providers.list" => Ok(json!(engine.list_providers())),
+        "executor.coreTools.providers.items" => legacy(providers_items(engine, args).await),
+        "executor.coreTools.oauth.clients.list" => oauth::clients_list(engine).await,
+        "executor.coreTools.oauth.clients.create" => oauth::clients_create(engine, args).await,
+        "executor.coreTools.oauth.clients.createHandoff" => {
+            oauth::clients_create_handoff(engine, args).await
+        }
+        "executor.coreTools.oauth.clients.registerDynamic" => {
+            oauth::clients_register_dynamic(engine, args).await
+        }
+        "executor.coreTools.oauth.clients.remove" => oauth::clients_remove(engine, args).await,
+        "executor.coreTools.oauth.probe" => oauth::probe(engine, args).await,
+        "executor.coreTools.oauth.start" => oauth::start(engine, args).await,
+        "executor.coreTools.oauth.cancel" => oauth::cancel(engine, args).await,
+        "executor.coreTools.policies.list" => legacy(policies_list(engine).await),
+        "executor.coreTools.policies.create" => legacy(policies_create(engine, args).await),
+        "executor.coreTools.policies.update" => legacy(policies_update(engine, args).await),
+        "executor.coreTools.policies.remove" => legacy(policies_remove(engine, args).await),
+        other => Err(EngineError::Internal(format!("static tool {other} has no handler")).into()),
     };
     match reply {
-        Ok(Ok(data)) => HostReply::Resolve(ToolOutcome::ok(data).to_json()),
-        Ok(Err(message)) => HostReply::Resolve(
-            ToolOutcome::Err(executor_core::ToolError::new(
-                "invalid_tool_arguments",
-                message,
-            ))
-            .to_json(),
+        Ok(data) => HostReply::Resolve(ToolOutcome::ok(data).to_json()),
+        Err(CoreFailure::Tool(error)) => HostReply::Resolve(ToolOutcome::Err(*error).to_json()),
+        Err(CoreFailure::Engine(e)) => match tool_error(&e) {
+            Some(error) => HostReply::Resolve(ToolOutcome::Err(error).to_json()),
+            None => HostReply::Reject(crate::dispatch::internal_tool_error(&e.to_string())),
+        },
+    }
+}
+
+/// Why a core tool did not answer: a tool-level error for the result union, or an engine error
+/// still to be mapped (by [`tool_error`]) or hidden (defects).
+pub(super) enum CoreFailure {
+    Tool(Box<ToolError>),
+    Engine(EngineError),
+}
+
+impl From<Box<ToolError>> for CoreFailure {
+    fn from(e: Box<ToolError>) -> Self {
+        CoreFailure::Tool(e)
+    }
+}
+
+impl From<EngineError> for CoreFailure {
+    fn from(e: EngineError) -> Self {
+        CoreFailure::Engine(e)
+    }
+}
+
+pub(super) type CoreResult = Result<Value, CoreFailure>;
+
+fn legacy(result: BuiltinResult) -> CoreResult {
+    match result {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(message)) => Err(Box::new(ToolError::new("invalid_tool_arguments", message)).into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The engine errors a caller can act on, as the codes the sandbox sees (the HTTP API's tags
+/// in snake case); `None` for defects.
+fn tool_error(e: &EngineError) -> Option<ToolError> {
+    let (code, message) = match e {
+        EngineError::InvalidPolicy { message } | EngineError::InvalidInput { message } => {
+            ("invalid_tool_arguments", message.clone())
+        }
+        EngineError::PolicyNotFound { id } => {
+            ("policy_not_found", format!("Policy not found: {id}"))
+        }
+        EngineError::InvalidConnectionInput { message } => {
+            ("invalid_connection_input", message.clone())
+        }
+        EngineError::IntegrationNotFound { slug } => (
+            "integration_not_found",
+            format!("Integration not found: {slug}"),
         ),
-        Err(crate::EngineError::InvalidPolicy { message }) => HostReply::Resolve(
-            ToolOutcome::Err(executor_core::ToolError::new(
-                "invalid_tool_arguments",
-                message,
-            ))
-            .to_json(),
+        EngineError::ConnectionNotFound {
+            owner,
+            integration,
+            name,
+        } => (
+            "connection_not_found",
+            format!(
+                "Connection not found: {}",
+                executor_core::address::connection_address(integration, *owner, name)
+            ),
         ),
-        Err(crate::EngineError::PolicyNotFound { id }) => HostReply::Resolve(
-            ToolOutcome::Err(executor_core::ToolError::new(
-                "policy_not_found",
-                format!("Policy not found: {id}"),
-            ))
-            .to_json(),
+        EngineError::CredentialProviderNotRegistered { provider } => (
+            "credential_provider_not_registered",
+            format!("Credential provider not registered: {provider} (see providers.list)"),
         ),
-        Err(e) => HostReply::Reject(crate::dispatch::internal_tool_error(&e.to_string())),
+        EngineError::OAuth { tag, message } => {
+            return Some(ToolError::new(snake_tag(tag), message.clone()));
+        }
+        EngineError::OAuthSessionNotFound { state } => (
+            "oauth_session_not_found",
+            format!("No pending OAuth sign-in with state {state} (used, cancelled or expired)."),
+        ),
+        _ => return None,
+    };
+    Some(ToolError::new(code, message))
+}
+
+/// `OAuthStartError` → `oauth_start_error`.
+fn snake_tag(tag: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in tag.replacen("OAuth", "Oauth", 1).chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// `<web base>/integrations/<integration>?<query>`: a page of the web UI for a person to open.
+fn web_link(
+    engine: &Engine,
+    integration: &str,
+    query: &[(&str, String)],
+) -> Result<String, Box<ToolError>> {
+    let base = engine.web_base_url().ok_or_else(|| {
+        Box::new(ToolError::new(
+            "web_ui_unavailable",
+            "No web address is known for this executor: run `executor web` (or set \
+             EXECUTOR_WEB_BASE_URL) so the user has a page to open.",
+        ))
+    })?;
+    let path: String = url::form_urlencoded::byte_serialize(integration.as_bytes()).collect();
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())))
+        .finish();
+    Ok(format!("{base}/integrations/{path}?{query}"))
+}
+
+/// A core tool's arguments: an object (or nothing), read key by key with messages that name the
+/// tool. Unknown keys are refused, so a typo (or a smuggled secret) is not silently dropped.
+pub(super) struct Args<'a> {
+    tool: &'static str,
+    map: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Args<'a> {
+    pub(super) fn new(
+        tool: &'static str,
+        args: &'a Value,
+        known: &[&str],
+    ) -> Result<Self, Box<ToolError>> {
+        let invalid = |m: String| Box::new(ToolError::new("invalid_tool_arguments", m));
+        let map = object_args(tool, args).map_err(invalid)?;
+        if let Some(unknown) = map.and_then(|m| m.keys().find(|k| !known.contains(&k.as_str()))) {
+            return Err(invalid(format!(
+                "{tool}: unknown argument `{unknown}`; it takes {}.",
+                known.join(", ")
+            )));
+        }
+        Ok(Args { tool, map })
+    }
+
+    pub(super) fn invalid(&self, message: &str) -> Box<ToolError> {
+        Box::new(ToolError::new(
+            "invalid_tool_arguments",
+            format!("{}: {message}", self.tool),
+        ))
+    }
+
+    /// A present, non-null value.
+    pub(super) fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.and_then(|m| m.get(key)).filter(|v| !v.is_null())
+    }
+
+    pub(super) fn str(&self, key: &str) -> Result<Option<String>, Box<ToolError>> {
+        string_arg(self.map, self.tool, key)
+            .map_err(|m| Box::new(ToolError::new("invalid_tool_arguments", m)))
+    }
+
+    pub(super) fn required(&self, key: &str) -> Result<String, Box<ToolError>> {
+        self.str(key)?
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| self.invalid(&format!("`{key}` is required")))
+    }
+
+    pub(super) fn opt_owner(&self, key: &str) -> Result<Option<Owner>, Box<ToolError>> {
+        self.str(key)?
+            .map(|o| {
+                o.parse()
+                    .map_err(|_| self.invalid(&format!("`{key}` must be \"org\" or \"user\"")))
+            })
+            .transpose()
+    }
+
+    pub(super) fn owner(&self, key: &str) -> Result<Owner, Box<ToolError>> {
+        self.opt_owner(key)?
+            .ok_or_else(|| self.invalid(&format!("`{key}` is required (\"org\" or \"user\")")))
+    }
+
+    pub(super) fn bool(&self, key: &str) -> Result<Option<bool>, Box<ToolError>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.invalid(&format!("`{key}` must be a boolean, got {other}"))),
+        }
+    }
+
+    pub(super) fn strings(&self, key: &str) -> Result<Option<Vec<String>>, Box<ToolError>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .map(Some)
+                .ok_or_else(|| self.invalid(&format!("`{key}` must be an array of strings"))),
+            Some(other) => {
+                Err(self.invalid(&format!("`{key}` must be an array of strings, got {other}")))
+            }
+        }
     }
 }
 
@@ -562,44 +819,6 @@ async fn integrations_list(engine: &Engine, args: &Value) -> BuiltinResult {
             item["description"] = json!(i.description);
         }
         item
-    })))
-}
-
-async fn connections_list(engine: &Engine, args: &Value) -> BuiltinResult {
-    const H: &str = "executor.coreTools.connections.list";
-    let map = match object_args(H, args) {
-        Ok(m) => m,
-        Err(message) => return Ok(Err(message)),
-    };
-    let (integration, owner) = match (|| {
-        let owner = match string_arg(map, H, "owner")? {
-            None => None,
-            Some(o) => Some(
-                o.parse()
-                    .map_err(|_| format!("{H}: owner must be \"org\" or \"user\""))?,
-            ),
-        };
-        Ok::<_, String>((string_arg(map, H, "integration")?, owner))
-    })() {
-        Ok(v) => v,
-        Err(message) => return Ok(Err(message)),
-    };
-    let list = engine
-        .list_connections(integration.as_deref(), owner)
-        .await?;
-    Ok(Ok(json!({
-        "items": list.iter().map(|c| json!({
-            "owner": c.owner.as_str(),
-            "integration": c.integration,
-            "name": c.name,
-            "template": c.template,
-            "provider": c.provider,
-            "address": executor_core::address::connection_address(&c.integration, c.owner, &c.name),
-            "identityLabel": c.identity_label,
-            "description": c.description,
-            "lastHealth": c.last_health,
-            "oauthScopeCount": 0,
-        })).collect::<Vec<_>>(),
     })))
 }
 
