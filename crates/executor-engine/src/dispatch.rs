@@ -399,7 +399,7 @@ impl Gate<'_> {
                 .map(str::to_owned)
                 .unwrap_or_else(|| format!("Approve {}?", self.address)),
         };
-        let message = approval_message(&head, args);
+        let message = approval_message(&head, self.path, args);
         let (respond, answer) = oneshot::channel();
         let request = PauseRequest {
             message,
@@ -423,11 +423,11 @@ impl Gate<'_> {
     }
 }
 
-fn approval_message(head: &str, args: &Value) -> String {
+fn approval_message(head: &str, path: &str, args: &Value) -> String {
     let shown = if args.is_null() {
         json!({})
     } else {
-        crate::journal::redact(args)
+        crate::journal::redact_args(path, args)
     };
     let mut preview = serde_json::to_string_pretty(&shown).unwrap_or_default();
     if preview.chars().count() > APPROVAL_ARGS_PREVIEW {

@@ -755,7 +755,7 @@ fn paused_view(
         "message": message,
         "instructions": instructions,
         "address": address,
-        "args": journal::redact(args),
+        "args": journal::redact_args(address, args),
     });
     match kind {
         PauseKind::Approval => interaction["requestedSchema"] = empty_schema(),

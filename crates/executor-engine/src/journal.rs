@@ -465,7 +465,7 @@ impl Journal {
         let record = ExecutionCallRecord {
             seq,
             path: path.to_owned(),
-            args: redact(args),
+            args: redact_args(path, args),
             args_hash: hash,
             outcome: None,
             pause: None,
@@ -756,7 +756,7 @@ fn pending_json(seq: Option<i64>, request: &PauseRequest) -> Value {
         "seq": seq,
         "message": request.message,
         "address": request.address,
-        "args": redact(&request.args),
+        "args": redact_args(&request.address, &request.args),
         "kind": request.kind.name(),
     });
     match &request.kind {
@@ -806,6 +806,36 @@ fn is_secret_key(key: &str) -> bool {
         "bearer",
     ];
     EXACT.contains(&k.as_str()) || PARTS.iter().any(|p| k.contains(p))
+}
+
+/// The arguments of the tools that take pasted credentials: every string under these keys is a
+/// secret, whatever its variable is called (`GITHUB_PAT`, `username`, …).
+const CREDENTIAL_ARGUMENTS: &[(&str, &[&str])] = &[(
+    "executor.coreTools.connections.create",
+    &["inputs", "values", "value"],
+)];
+
+/// The arguments of a call to `path` as they may be stored or shown: [`redact`], and for the
+/// tools that take pasted credentials, every string under their credential arguments.
+pub(crate) fn redact_args(path: &str, args: &Value) -> Value {
+    let mut shown = redact(args);
+    if let Some((_, keys)) = CREDENTIAL_ARGUMENTS.iter().find(|(p, _)| *p == path) {
+        for key in *keys {
+            if let Some(value) = shown.get_mut(*key) {
+                mask_strings(value);
+            }
+        }
+    }
+    shown
+}
+
+fn mask_strings(value: &mut Value) {
+    match value {
+        Value::String(s) => *s = REDACTED.to_owned(),
+        Value::Array(items) => items.iter_mut().for_each(mask_strings),
+        Value::Object(map) => map.values_mut().for_each(mask_strings),
+        _ => {}
+    }
 }
 
 /// A copy of `value` with the values of secret-looking keys, and strings that look like bearer
@@ -859,6 +889,32 @@ mod tests {
                 "client_secret": null,
                 "keyword": "visible",
             })
+        );
+    }
+
+    #[test]
+    fn pasted_credentials_are_masked_whatever_their_names() {
+        let args = json!({
+            "integration": "github",
+            "name": "work",
+            "inputs": {"GITHUB_PAT": "ghp_x", "username": "ada", "other": {"provider": "file", "id": "k"}},
+            "values": {"user": "u"},
+            "value": "v",
+        });
+        assert_eq!(
+            redact_args("executor.coreTools.connections.create", &args),
+            json!({
+                "integration": "github",
+                "name": "work",
+                "inputs": {"GITHUB_PAT": REDACTED, "username": REDACTED, "other": {"provider": REDACTED, "id": REDACTED}},
+                "values": {"user": REDACTED},
+                "value": REDACTED,
+            })
+        );
+        // Other tools keep their `inputs` (a workflow's inputs are not credentials).
+        assert_eq!(
+            redact_args("github.org.main.dispatch", &args)["inputs"]["username"],
+            "ada"
         );
     }
 

@@ -215,3 +215,40 @@ async fn batches_are_written_in_chunks() {
         batch[42].0
     );
 }
+
+/// Code is sealed at rest (agents paste credentials into it) and read back in clear, one
+/// execution at a time and through the history writer's batches; a restart reads it again.
+#[tokio::test]
+async fn code_is_sealed_at_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let scope = Scope::local("t");
+    let secret = "pasted_credential_in_code";
+    let mut one = record("one", ExecutionStatus::Paused, 1);
+    one.code = format!("return await tools.x.org.main.create({{ value: \"{secret}\" }})");
+    let mut two = record("two", ExecutionStatus::Completed, 2);
+    two.code = format!("// {secret}\nreturn 2");
+    {
+        let store = SqliteStore::open(dir.path()).await.unwrap();
+        store.save_execution(&scope, &one, &[]).await.unwrap();
+        store
+            .save_executions(&scope, &[(two.clone(), Vec::new())])
+            .await
+            .unwrap();
+        for rec in [&one, &two] {
+            let read = store.get_execution(&scope, &rec.id).await.unwrap().unwrap();
+            assert_eq!(read.code, rec.code);
+        }
+        store.close().await;
+    }
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "code in clear on disk"
+        );
+    }
+    let store = SqliteStore::open(dir.path()).await.unwrap();
+    let read = store.get_execution(&scope, "one").await.unwrap().unwrap();
+    assert_eq!(read.code, one.code);
+    store.close().await;
+}

@@ -427,6 +427,35 @@ async fn connections_from_inputs_and_items_with_the_input_rules() {
         assert_eq!(code, "connection_not_found");
         assert_eq!(message, "Connection not found: tools.echo.org.workKey");
     }
+
+    // A pasted value under a name that does not look secret is still never written in clear
+    // (the execution journal and history keep the calls' arguments), even when the call fails.
+    core(
+        &h,
+        "connections.create",
+        json!({"owner": "org", "name": "journal_marker_conn", "integration": "echo",
+               "template": "apikey-0", "inputs": {"username": "plain_pasted_value"}}),
+    )
+    .await;
+    let on_disk = || {
+        let mut all = String::new();
+        for entry in std::fs::read_dir(h.data_dir()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                all.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+            }
+        }
+        all
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !on_disk().contains("journal_marker_conn") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call was never journaled"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!on_disk().contains("plain_pasted_value"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -104,10 +104,33 @@ fn call_from_row(row: &SqliteRow) -> Result<ExecutionCallRecord> {
 
 type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
 
+/// The vault item id an execution's code is sealed under (its associated data).
+fn code_item(execution_id: &str) -> String {
+    format!("execution:{execution_id}:code")
+}
+
+impl SqliteStore {
+    /// Code is kept for resuming after a restart, and agents paste credentials into it (a
+    /// `connections.create` call carries the value in its source), so it is sealed at rest.
+    fn seal_code(&self, scope: &Scope, rec: &ExecutionRecord) -> Result<String> {
+        self.key.seal(&scope.tenant, &code_item(&rec.id), &rec.code)
+    }
+
+    /// Rows written before code was sealed hold it in clear.
+    fn open_code(&self, scope: &Scope, rec: &mut ExecutionRecord) {
+        if rec.code.starts_with(crate::vault::SEALED_PREFIX)
+            && let Ok(code) = self.key.open(&scope.tenant, &code_item(&rec.id), &rec.code)
+        {
+            rec.code = code;
+        }
+    }
+}
+
 fn bind_execution<'q>(
     query: Query<'q>,
     scope: &'q Scope,
     rec: &'q ExecutionRecord,
+    code: String,
     clock: String,
     pending: Option<String>,
     outcome: Option<String>,
@@ -116,7 +139,7 @@ fn bind_execution<'q>(
         .bind(&scope.tenant)
         .bind(subject(scope))
         .bind(&rec.id)
-        .bind(&rec.code)
+        .bind(code)
         .bind(rec.auto_approve)
         .bind(rec.status.as_str())
         .bind(rec.seed as i64)
@@ -195,6 +218,7 @@ impl ExecutionStore for SqliteStore {
         rec: &ExecutionRecord,
         calls: &[ExecutionCallRecord],
     ) -> Result<()> {
+        let code = self.seal_code(scope, rec)?;
         let clock = to_json(&rec.clock)?;
         let pending = opt_to_json(rec.pending.as_ref())?;
         let outcome = opt_to_json(rec.outcome.as_ref())?;
@@ -202,6 +226,7 @@ impl ExecutionStore for SqliteStore {
             sqlx::query(UPSERT_EXECUTION),
             scope,
             rec,
+            code,
             clock,
             pending,
             outcome,
@@ -232,6 +257,7 @@ impl ExecutionStore for SqliteStore {
             .iter()
             .map(|(rec, _)| {
                 Ok((
+                    self.seal_code(scope, rec)?,
                     to_json(&rec.clock)?,
                     opt_to_json(rec.pending.as_ref())?,
                     opt_to_json(rec.outcome.as_ref())?,
@@ -254,8 +280,8 @@ impl ExecutionStore for SqliteStore {
             sql.push_str(EXECUTION_CONFLICT);
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for (rec, _) in chunk {
-                let (clock, pending, outcome) = encoded.next().unwrap_or_default();
-                query = bind_execution(query, scope, rec, clock, pending, outcome);
+                let (code, clock, pending, outcome) = encoded.next().unwrap_or_default();
+                query = bind_execution(query, scope, rec, code, clock, pending, outcome);
             }
             query.execute(&mut *tx).await?;
             let calls: Vec<(&str, &ExecutionCallRecord)> = chunk
@@ -291,7 +317,12 @@ impl ExecutionStore for SqliteStore {
         .bind(subject(scope))
         .fetch_optional(&self.reader)
         .await?;
-        row.as_ref().map(execution_from_row).transpose()
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let mut rec = execution_from_row(&row)?;
+        self.open_code(scope, &mut rec);
+        Ok(Some(rec))
     }
 
     async fn execution_calls(&self, execution_id: &str) -> Result<Vec<ExecutionCallRecord>> {
