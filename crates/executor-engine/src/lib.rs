@@ -20,6 +20,7 @@ mod openapi_plugin;
 mod policies;
 mod providers;
 mod tool_cache;
+pub mod views;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,11 +8,14 @@ use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use executor_core::Owner;
 use executor_engine::{
-    Engine, EngineError, OAuthClientInput, OAuthClientView, OAuthConnection, OAuthStart,
-    OAuthStarted, ORIGIN_DCR, RegisterDynamicClient,
+    Engine, EngineError, OAuthClientInput, OAuthStart, OAuthStarted, RegisterDynamicClient,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+use executor_engine::views::{
+    oauth_client_json as client_json, oauth_connection_json, oauth_probe_json,
+};
 
 use crate::error::ApiError;
 use crate::routes::ApiJson;
@@ -71,44 +74,6 @@ fn request_host(headers: &HeaderMap) -> &str {
 
 fn default_redirect_uri(headers: &HeaderMap) -> String {
     format!("{}{CALLBACK_PATH}", web_base_url(headers))
-}
-
-fn client_json(c: &OAuthClientView) -> Value {
-    let origin = if c.origin_kind == ORIGIN_DCR {
-        let mut o = json!({"kind": ORIGIN_DCR});
-        if let Some(i) = &c.origin_integration {
-            o["integration"] = json!(i);
-        }
-        o
-    } else {
-        json!({"kind": "manual"})
-    };
-    let mut v = json!({
-        "owner": c.owner.as_str(),
-        "slug": c.slug,
-        "grant": c.grant,
-        "authorizationUrl": c.authorization_url,
-        "tokenUrl": c.token_url,
-        "clientId": c.client_id,
-        "origin": origin,
-    });
-    if let Some(r) = &c.resource {
-        v["resource"] = json!(r);
-    }
-    v
-}
-
-/// The OAuth connection projection: a connection without `description` / `lastHealth`.
-fn oauth_connection_json(c: &OAuthConnection) -> Value {
-    let mut connection = c.connection.clone();
-    connection.expires_at = c.oauth.expires_at;
-    connection.oauth = Some(c.oauth.clone());
-    let mut v = crate::wire::connection(&connection);
-    if let Some(obj) = v.as_object_mut() {
-        obj.remove("description");
-        obj.remove("lastHealth");
-    }
-    v
 }
 
 async fn list_clients(State(engine): State<Engine>) -> ApiResult {
@@ -303,32 +268,7 @@ struct ProbeBody {
 
 async fn probe(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBody>) -> ApiResult {
     let p = engine.probe_oauth(&body.url).await?;
-    let mut v = json!({
-        "authorizationUrl": p.authorization_url,
-        "tokenUrl": p.token_url,
-    });
-    for (name, value) in [
-        ("issuer", p.issuer.map(Value::from)),
-        ("resource", p.resource.map(Value::from)),
-        ("scopesSupported", p.scopes_supported.map(Value::from)),
-        (
-            "registrationEndpoint",
-            p.registration_endpoint.map(Value::from),
-        ),
-        (
-            "tokenEndpointAuthMethodsSupported",
-            p.token_endpoint_auth_methods_supported.map(Value::from),
-        ),
-        (
-            "clientIdMetadataDocumentSupported",
-            p.client_id_metadata_document_supported.map(Value::from),
-        ),
-    ] {
-        if let Some(value) = value {
-            v[name] = value;
-        }
-    }
-    ok(v)
+    ok(oauth_probe_json(&p))
 }
 
 #[derive(Deserialize)]

@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use executor_core::Completed;
-use executor_core::address::connection_address;
 use executor_core::auth::{AuthMethod, AuthMethodInput, Carrier, parse_auth_method_input};
 use executor_engine::{
     AuthTemplateMode, BUILTIN_INTEGRATION, ExecutionOutcome, ExecutionSummary, IntegrationView,
@@ -76,23 +75,7 @@ fn auth_method(method: &AuthMethod) -> Value {
 }
 
 pub(crate) fn connection(record: &ConnectionRecord) -> Value {
-    let oauth = record.oauth.as_ref();
-    json!({
-        "owner": record.owner.as_str(),
-        "name": record.name,
-        "integration": record.integration,
-        "template": record.template,
-        "provider": record.provider,
-        "address": connection_address(&record.integration, record.owner, &record.name),
-        "identityLabel": record.identity_label,
-        "description": record.description,
-        "expiresAt": record.expires_at,
-        "oauthClient": oauth.and_then(|o| o.client.as_deref()),
-        "oauthClientOwner": oauth.and_then(|o| o.client_owner).map(|o| o.as_str()),
-        "oauthScope": oauth.and_then(|o| o.scope.as_deref()),
-        "missingOAuthScopes": oauth.map(|o| o.missing_scopes.as_slice()).unwrap_or_default(),
-        "lastHealth": record.last_health,
-    })
+    executor_engine::views::connection_json(record)
 }
 
 /// Static tools are addressed by their fqid (`executor.<name>`), dynamic ones by `tools.…`.

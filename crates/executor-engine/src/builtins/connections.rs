@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 
 use executor_core::ToolError;
-use executor_core::address::connection_address;
 use executor_store::{ConnectionKey, ConnectionRecord, ToolSummary};
 use serde_json::{Value, json};
 
 use super::{Args, CoreResult, web_link};
 use crate::catalog::{ConnectionInput, CredentialOrigin, InputOrigin};
+use crate::views::connection_json;
 use crate::{BUILTIN_INTEGRATION, Engine};
 
 const LIST: &str = "executor.coreTools.connections.list";
@@ -93,27 +93,6 @@ pub(super) fn ref_input() -> Value {
         },
         "required": ["owner", "integration", "name"],
         "additionalProperties": false
-    })
-}
-
-/// A connection as `GET /api/connections` shows it (never a value: item ids stay inside).
-pub(super) fn connection_json(record: &ConnectionRecord) -> Value {
-    let oauth = record.oauth.as_ref();
-    json!({
-        "owner": record.owner.as_str(),
-        "name": record.name,
-        "integration": record.integration,
-        "template": record.template,
-        "provider": record.provider,
-        "address": connection_address(&record.integration, record.owner, &record.name),
-        "identityLabel": record.identity_label,
-        "description": record.description,
-        "expiresAt": record.expires_at,
-        "oauthClient": oauth.and_then(|o| o.client.as_deref()),
-        "oauthClientOwner": oauth.and_then(|o| o.client_owner).map(|o| o.as_str()),
-        "oauthScope": oauth.and_then(|o| o.scope.as_deref()),
-        "missingOAuthScopes": oauth.map(|o| o.missing_scopes.as_slice()).unwrap_or_default(),
-        "lastHealth": record.last_health,
     })
 }
 

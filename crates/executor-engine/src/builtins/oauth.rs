@@ -5,12 +5,11 @@
 use executor_core::ToolError;
 use serde_json::{Value, json};
 
-use super::connections::connection_json;
 use super::{Args, CoreResult, web_link};
 use crate::oauth::{
-    GRANT_AUTHORIZATION_CODE, OAuthClientInput, OAuthClientView, OAuthConnection, OAuthStart,
-    OAuthStarted, ORIGIN_DCR, RegisterDynamicClient,
+    GRANT_AUTHORIZATION_CODE, OAuthClientInput, OAuthStart, OAuthStarted, RegisterDynamicClient,
 };
+use crate::views::{oauth_client_json as client_json, oauth_connection_json, oauth_probe_json};
 use crate::{BUILTIN_INTEGRATION, Engine, OAUTH_CALLBACK_PATH};
 
 const CLIENTS_CREATE: &str = "executor.coreTools.oauth.clients.create";
@@ -140,43 +139,6 @@ pub(super) fn cancel_input() -> Value {
         "required": ["state"],
         "additionalProperties": false
     })
-}
-
-/// A client as `GET /api/oauth/clients` shows it: never its secret.
-fn client_json(c: &OAuthClientView) -> Value {
-    let mut origin = json!({"kind": "manual"});
-    if c.origin_kind == ORIGIN_DCR {
-        origin = json!({"kind": ORIGIN_DCR});
-        if let Some(i) = &c.origin_integration {
-            origin["integration"] = json!(i);
-        }
-    }
-    let mut v = json!({
-        "owner": c.owner.as_str(),
-        "slug": c.slug,
-        "grant": c.grant,
-        "authorizationUrl": c.authorization_url,
-        "tokenUrl": c.token_url,
-        "clientId": c.client_id,
-        "origin": origin,
-    });
-    if let Some(r) = &c.resource {
-        v["resource"] = json!(r);
-    }
-    v
-}
-
-/// The OAuth connection projection of `/api/oauth/start`: no description or health.
-fn oauth_connection_json(c: &OAuthConnection) -> Value {
-    let mut connection = c.connection.clone();
-    connection.expires_at = c.oauth.expires_at;
-    connection.oauth = Some(c.oauth.clone());
-    let mut v = connection_json(&connection);
-    if let Some(map) = v.as_object_mut() {
-        map.remove("description");
-        map.remove("lastHealth");
-    }
-    v
 }
 
 pub(super) async fn clients_list(engine: &Engine) -> CoreResult {
@@ -358,29 +320,7 @@ pub(super) async fn clients_remove(engine: &Engine, args: &Value) -> CoreResult 
 pub(super) async fn probe(engine: &Engine, args: &Value) -> CoreResult {
     let a = Args::new(PROBE, args, &["url"])?;
     let p = engine.probe_oauth(&a.required("url")?).await?;
-    let mut v = json!({"authorizationUrl": p.authorization_url, "tokenUrl": p.token_url});
-    for (name, value) in [
-        ("issuer", p.issuer.map(Value::from)),
-        ("resource", p.resource.map(Value::from)),
-        ("scopesSupported", p.scopes_supported.map(Value::from)),
-        (
-            "registrationEndpoint",
-            p.registration_endpoint.map(Value::from),
-        ),
-        (
-            "tokenEndpointAuthMethodsSupported",
-            p.token_endpoint_auth_methods_supported.map(Value::from),
-        ),
-        (
-            "clientIdMetadataDocumentSupported",
-            p.client_id_metadata_document_supported.map(Value::from),
-        ),
-    ] {
-        if let Some(value) = value {
-            v[name] = value;
-        }
-    }
-    Ok(v)
+    Ok(oauth_probe_json(&p))
 }
 
 /// Client credentials mint the connection here; an authorization-code client answers with
