@@ -143,6 +143,10 @@ pub(crate) async fn dispatch(
         inner: inner.clone(),
     };
     if let Some(tool) = crate::builtins::static_tool(&path) {
+        // Before the gate, as for integration tools.
+        if let Err(e) = crate::builtins::check_args(tool, &args) {
+            return HostReply::Resolve(ToolOutcome::Err(*e).to_json());
+        }
         let gate = Gate {
             path: &path,
             policy_id: tool.fqid,

@@ -782,7 +782,7 @@ fn args_hash(seed: u64, path: &str, args: &Value) -> String {
 
 /// Whether an object key names something secret (`password`, `apiKey`, `access_token`,
 /// `Authorization`, `cookie`, `clientSecret`, `key`, …).
-fn is_secret_key(key: &str) -> bool {
+pub(crate) fn is_secret_key(key: &str) -> bool {
     let k: String = key
         .chars()
         .filter(char::is_ascii_alphanumeric)

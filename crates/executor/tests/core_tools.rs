@@ -788,6 +788,39 @@ async fn writes_wait_for_approval_and_every_tool_describes_itself() {
         );
     }
 
+    // Arguments that must fail are refused before the gate: no person is asked.
+    for (args, message) in [
+        (
+            r#"{ owner: "org", name: "main", integration: "echo", template: "none", colour: "red" }"#,
+            "executor.coreTools.connections.create: unknown argument `colour`; it takes owner, name, integration, template, identityLabel, description, from, inputs.",
+        ),
+        (
+            r#"{ owner: "org", name: "main", integration: "echo" }"#,
+            "executor.coreTools.connections.create: `template` is required",
+        ),
+        (
+            r#"{ owner: "team", name: "main", integration: "echo", template: "none" }"#,
+            "executor.coreTools.connections.create: `owner` must be one of \"org\", \"user\", got \"team\"",
+        ),
+        (
+            r#"{ owner: "org", name: 7, integration: "echo", template: "none" }"#,
+            "executor.coreTools.connections.create: `name` must be string, got 7",
+        ),
+    ] {
+        let refused = h
+            .execute_gated(&format!(
+                "return await tools.executor.coreTools.connections.create({args})"
+            ))
+            .await;
+        assert_eq!(refused["status"], "completed", "{refused}");
+        let result = &refused["structured"]["result"];
+        assert_eq!(
+            result["error"]["code"], "invalid_tool_arguments",
+            "{refused}"
+        );
+        assert_eq!(result["error"]["message"], message, "{refused}");
+    }
+
     // Gated writes pause for an agent, and a declined one writes nothing.
     let create = r#"return await tools.executor.coreTools.connections.create({ owner: "org", name: "main", integration: "echo", template: "apikey-0", inputs: { token: "ghp_secret" } })"#;
     let paused = h.execute_gated(create).await;

@@ -623,6 +623,81 @@ async fn policies_remove(engine: &Engine, args: &Value) -> BuiltinResult {
 /// `Ok(Err(message))` = bad arguments, thrown in the sandbox.
 type BuiltinResult = EngineResult<Result<Value, String>>;
 
+/// Checks a static tool's arguments against its input schema before the policy gate, so a call
+/// that must fail never asks a person for approval (spec §4.7): an object, no unknown keys when
+/// the schema closes them, the required keys present, and each given key of the declared JSON
+/// type and enum. The tool's own parsing still runs after the gate for the finer rules.
+pub(crate) fn check_args(tool: &StaticTool, args: &Value) -> Result<(), Box<ToolError>> {
+    let invalid = |m: String| Box::new(ToolError::new("invalid_tool_arguments", m));
+    let name = tool.fqid;
+    let map = object_args(name, args).map_err(invalid)?;
+    let schema = (tool.input_schema)();
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let given = |key: &str| map.and_then(|m| m.get(key)).filter(|v| !v.is_null());
+    if schema.get("additionalProperties") == Some(&Value::Bool(false))
+        && let (Some(map), Some(properties)) = (map, properties)
+        // A secret-looking key is left to the tool, whose refusal says where secrets go.
+        && let Some(unknown) = map
+            .keys()
+            .find(|k| !properties.contains_key(k.as_str()) && !crate::journal::is_secret_key(k))
+    {
+        let known: Vec<&str> = properties.keys().map(String::as_str).collect();
+        return Err(invalid(format!(
+            "{name}: unknown argument `{unknown}`; it takes {}.",
+            known.join(", ")
+        )));
+    }
+    for key in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if given(key).is_none() {
+            return Err(invalid(format!("{name}: `{key}` is required")));
+        }
+    }
+    for (key, property) in properties.into_iter().flatten() {
+        let Some(value) = given(key) else { continue };
+        let types: Vec<&str> = match property.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !types.is_empty() && !types.iter().any(|t| json_type_matches(t, value)) {
+            return Err(invalid(format!(
+                "{name}: `{key}` must be {}, got {value}",
+                types.join(" or ")
+            )));
+        }
+        if let Some(allowed) = property.get("enum").and_then(Value::as_array)
+            && !allowed.contains(value)
+        {
+            let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            return Err(invalid(format!(
+                "{name}: `{key}` must be one of {}, got {value}",
+                allowed.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn json_type_matches(expected: &str, value: &Value) -> bool {
+    match expected {
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "integer" => value.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "number" => value.is_number(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "null" => value.is_null(),
+        // A type this check does not know: leave it to the tool.
+        _ => true,
+    }
+}
+
 fn object_args<'a>(
     helper: &str,
     args: &'a Value,
