@@ -166,3 +166,17 @@ mod tests {
         assert_eq!(truncate_text("short".into()), "short");
     }
 }
+
+#[cfg(test)]
+mod float_tests {
+    /// Results cross from the sandbox as JSON text; a number must come back as the same double
+    /// (serde_json's default float parsing may be one ULP off: `float_roundtrip` is on).
+    #[test]
+    fn floats_round_trip_through_json_text() {
+        for text in ["0.9008941648062319", "0.1", "1e-7", "123456789.12345678"] {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            let parsed: f64 = text.parse().unwrap();
+            assert_eq!(value.as_f64(), Some(parsed), "{text}");
+        }
+    }
+}
