@@ -1009,42 +1009,27 @@ pub(crate) async fn call(
             Some(elicitor),
         )
         .await;
-    match result {
-        Ok(result) => {
-            let outcome = executor_mcp::call_result_to_outcome(&tool.name, result);
-            if let ToolOutcome::Err(e) = &outcome
-                && e.code == "mcp_tool_unknown"
-            {
-                let key = ConnectionKey::new(
-                    address.owner,
-                    address.integration.clone(),
-                    address.connection.clone(),
-                );
-                if let Err(e) = inner.store.mark_stale(&inner.scope, &key).await {
-                    tracing::warn!(error = %e, "could not mark a catalog stale");
-                }
-            }
-            HostReply::Resolve(outcome.to_json())
-        }
+    let outcome = match result {
+        Ok(result) => executor_mcp::call_result_to_outcome(&tool.name, result),
         Err(e) => match call_error_outcome(&tool.name, &address.integration, &e) {
-            Some(outcome) => {
-                if let ToolOutcome::Err(err) = &outcome
-                    && err.code == "mcp_tool_unknown"
-                {
-                    let key = ConnectionKey::new(
-                        address.owner,
-                        address.integration.clone(),
-                        address.connection.clone(),
-                    );
-                    if let Err(e) = inner.store.mark_stale(&inner.scope, &key).await {
-                        tracing::warn!(error = %e, "could not mark a catalog stale");
-                    }
-                }
-                HostReply::Resolve(outcome.to_json())
-            }
-            None => HostReply::Reject(internal_tool_error(&e.to_string())),
+            Some(outcome) => outcome,
+            None => return HostReply::Reject(internal_tool_error(&e.to_string())),
         },
+    };
+    // The server no longer knows the tool (as a result or as an error): the catalog is stale.
+    if let ToolOutcome::Err(e) = &outcome
+        && e.code == "mcp_tool_unknown"
+    {
+        let key = ConnectionKey::new(
+            address.owner,
+            address.integration.clone(),
+            address.connection.clone(),
+        );
+        if let Err(e) = inner.store.mark_stale(&inner.scope, &key).await {
+            tracing::warn!(error = %e, "could not mark a catalog stale");
+        }
     }
+    HostReply::Resolve(outcome.to_json())
 }
 
 /// The failures of a downstream call the agent sees as values (spec §6 "Error mapping"):
