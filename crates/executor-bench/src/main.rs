@@ -52,6 +52,13 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 const SEED: &str = "const s = await tools.bench.org.main.select_workspace({});\nconst r = await tools.bench.org.main.get_workspace({});\nreturn JSON.stringify({ s, r });";
 
 fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some(DIRECT_CLIENT_ARG) {
+        let url = args
+            .next()
+            .context("usage: executor-bench --direct-client <url>")?;
+        return direct_client_process(&url);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -380,6 +387,9 @@ struct Figures {
     /// MCP `initialize` requests the fixture saw per seed execution.
     seed_sessions: f64,
     sequential: Vec<Duration>,
+    /// The floor's samples, each taken right after one of ours (only while ours is measured).
+    floor_pair: Vec<Duration>,
+    floor_sequential: Vec<Duration>,
     rss_after_executions: u64,
     rss_after_throughput: u64,
     tput8: f64,
@@ -418,6 +428,10 @@ async fn add_integration(server: &Server, slug: &str, name: &str, url: &str) -> 
 
 /// The measurements after the cold starts, on one long-lived server.
 async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::Result<()> {
+    let mut direct = match product.label {
+        "ours" => Some(DirectClient::start(&fx.stateful.url).await?),
+        _ => None,
+    };
     let (server, _) = start(product).await?;
     f.token = server.token.is_some();
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -443,6 +457,9 @@ async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::R
         let t = Instant::now();
         let v = execute(&server, SEED).await?;
         f.seed.push(t.elapsed());
+        if let Some(direct) = direct.as_mut() {
+            f.floor_pair.push(direct.sample("pair").await?);
+        }
         if v["text"]
             .as_str()
             .unwrap_or("")
@@ -467,6 +484,12 @@ async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::R
         let t = Instant::now();
         execute(&server, &sequential_code).await?;
         f.sequential.push(t.elapsed());
+        if let Some(direct) = direct.as_mut() {
+            f.floor_sequential.push(direct.sample("sequential").await?);
+        }
+    }
+    if let Some(direct) = direct.take() {
+        direct.stop().await;
     }
 
     // Top up with `return 1` (8 in flight) to 3,000 executions, then RSS.
@@ -518,30 +541,124 @@ async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::R
     Ok(())
 }
 
-/// The floor: the same calls made directly by an rmcp client on one session.
-async fn floor(url: &str) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+/// Argument that makes this binary the direct client of the floor ([`DirectClient`]).
+const DIRECT_CLIENT_ARG: &str = "--direct-client";
+
+/// The floor: the same calls made directly by an rmcp client on one session, from a process of
+/// its own, as an agent calling the upstream itself would be (ours, too, is a process apart from
+/// the fixture, so every call of both crosses between processes). The driver asks it for one
+/// sample at a time, right after each of ours, so that both are measured in the same moments:
+/// this shared machine drifts by tens of percent within a minute.
+struct DirectClient {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    replies: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl DirectClient {
+    async fn start(url: &str) -> anyhow::Result<Self> {
+        let mut child = tokio::process::Command::new(std::env::current_exe()?)
+            .arg(DIRECT_CLIENT_ARG)
+            .arg(url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdin = child.stdin.take().context("direct client stdin")?;
+        let stdout = child.stdout.take().context("direct client stdout")?;
+        let replies = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+        Ok(Self {
+            child,
+            stdin,
+            replies,
+        })
+    }
+
+    /// One sample: `pair` (select + get) or `sequential` (100 calls).
+    async fn sample(&mut self, what: &str) -> anyhow::Result<Duration> {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(format!("{what}\n").as_bytes()).await?;
+        self.stdin.flush().await?;
+        let line = self
+            .replies
+            .next_line()
+            .await?
+            .context("the direct client stopped")?;
+        Ok(Duration::from_nanos(line.trim().parse()?))
+    }
+
+    async fn stop(mut self) {
+        drop(self.stdin);
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+    }
+}
+
+/// The child behind [`DirectClient`]: one rmcp client on a current-thread runtime; for each
+/// line on stdin (`pair` or `sequential`) it makes those calls and prints the nanoseconds taken.
+fn direct_client_process(url: &str) -> anyhow::Result<()> {
+    use std::io::{BufRead, Write};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+        let client = DirectHandler.serve(transport).await?;
+        let peer = client.peer().clone();
+        for _ in 0..30 {
+            direct_pair(&peer).await?;
+        }
+        let mut stdout = std::io::stdout().lock();
+        for line in std::io::stdin().lock().lines() {
+            let t = Instant::now();
+            match line?.trim() {
+                "pair" => direct_pair(&peer).await?,
+                "sequential" => direct_sequential(&peer).await?,
+                other => bail!("unknown request {other:?}"),
+            }
+            writeln!(stdout, "{}", t.elapsed().as_nanos())?;
+            stdout.flush()?;
+        }
+        let _ = client.cancel().await;
+        anyhow::Ok(())
+    })
+}
+
+fn direct_call(name: &'static str) -> CallToolRequestParams {
+    CallToolRequestParams::new(name).with_arguments(serde_json::Map::new())
+}
+
+async fn direct_pair(peer: &rmcp::Peer<rmcp::RoleClient>) -> anyhow::Result<()> {
+    peer.call_tool(direct_call("select_workspace")).await?;
+    peer.call_tool(direct_call("get_workspace")).await?;
+    Ok(())
+}
+
+async fn direct_sequential(peer: &rmcp::Peer<rmcp::RoleClient>) -> anyhow::Result<()> {
+    for _ in 0..SEQUENTIAL_CALLS {
+        peer.call_tool(direct_call("get_workspace")).await?;
+    }
+    Ok(())
+}
+
+/// A lower bound, not the floor: the same calls made in this process, where the client shares
+/// its thread with the fixture, so no thread is ever woken — no real client is placed so.
+async fn same_thread_calls(url: &str) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
     let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
     let client = DirectHandler.serve(transport).await?;
-    let call = |name: &'static str| {
-        CallToolRequestParams::new(name).with_arguments(serde_json::Map::new())
-    };
+    let peer = client.peer().clone();
     for _ in 0..30 {
-        client.peer().call_tool(call("select_workspace")).await?;
-        client.peer().call_tool(call("get_workspace")).await?;
+        direct_pair(&peer).await?;
     }
     let mut pair = Vec::new();
     for _ in 0..SEED_RUNS {
         let t = Instant::now();
-        client.peer().call_tool(call("select_workspace")).await?;
-        client.peer().call_tool(call("get_workspace")).await?;
+        direct_pair(&peer).await?;
         pair.push(t.elapsed());
     }
     let mut seq = Vec::new();
     for _ in 0..SEQUENTIAL_RUNS {
         let t = Instant::now();
-        for _ in 0..SEQUENTIAL_CALLS {
-            client.peer().call_tool(call("get_workspace")).await?;
-        }
+        direct_sequential(&peer).await?;
         seq.push(t.elapsed());
     }
     let _ = client.cancel().await;
@@ -603,6 +720,8 @@ fn combine(runs: Vec<Figures>) -> Figures {
         out.ret1.extend(f.ret1);
         out.seed.extend(f.seed);
         out.sequential.extend(f.sequential);
+        out.floor_pair.extend(f.floor_pair);
+        out.floor_sequential.extend(f.floor_sequential);
     }
     out
 }
@@ -619,25 +738,37 @@ async fn profile_sequential(secs: u64) -> anyhow::Result<()> {
     for _ in 0..5 {
         execute(&server, &code).await?;
     }
+    let mut direct = DirectClient::start(&stateful.url).await?;
     println!("pid {}", server.pid());
     let until = Instant::now() + Duration::from_secs(secs);
-    let mut took = Vec::new();
+    let (mut took, mut floor, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     while Instant::now() < until {
         let t = Instant::now();
         execute(&server, &code).await?;
-        took.push(t.elapsed());
+        let ours = t.elapsed();
+        let direct = direct.sample("sequential").await?;
+        took.push(ours);
+        floor.push(direct);
+        ratios.push(ours.as_secs_f64() / direct.as_secs_f64());
     }
-    let p50 = percentile(&mut took, 0.5);
+    direct.stop().await;
     server.stop();
-    let (_, mut direct) = floor(&stateful.url).await?;
-    let direct_p50 = percentile(&mut direct, 0.5);
+    let p50 = percentile(&mut took, 0.5);
+    let direct_p50 = percentile(&mut floor, 0.5);
+    let (_, mut same_thread) = same_thread_calls(&stateful.url).await?;
+    let same_thread_p50 = percentile(&mut same_thread, 0.5);
     println!(
-        "{} executions of {SEQUENTIAL_CALLS} calls: p50 {} ({:.0} µs per call); direct {} ({:.2}×)",
+        "{} executions of {SEQUENTIAL_CALLS} calls, each followed by {SEQUENTIAL_CALLS} direct calls: \
+         p50 {} ({:.0} µs per call); direct {} ({:.2}×; median of the paired ratios {:.2}×); \
+         direct on the fixture's thread {} ({:.2}×)",
         took.len(),
         ms(p50),
         p50.as_secs_f64() * 1e6 / SEQUENTIAL_CALLS as f64,
         ms(direct_p50),
-        p50.as_secs_f64() / direct_p50.as_secs_f64()
+        p50.as_secs_f64() / direct_p50.as_secs_f64(),
+        median(ratios),
+        ms(same_thread_p50),
+        p50.as_secs_f64() / same_thread_p50.as_secs_f64()
     );
     Ok(())
 }
@@ -670,7 +801,7 @@ async fn run() -> anyhow::Result<()> {
         .unwrap_or(3)
         .clamp(1, 20);
     let (mut mine_runs, mut theirs_runs) = (Vec::new(), Vec::new());
-    let (mut floor_pair, mut floor_seq) = (Vec::new(), Vec::new());
+    let (mut local_pair, mut local_seq) = (Vec::new(), Vec::new());
     for run in 1..=runs {
         let mut mine = Figures::default();
         let mut theirs = Figures::default();
@@ -694,9 +825,9 @@ async fn run() -> anyhow::Result<()> {
             measure(p, &fx, &mut theirs).await?;
             theirs_runs.push(theirs);
         }
-        let (pair, seq) = floor(&fx.stateful.url).await?;
-        floor_pair.extend(pair);
-        floor_seq.extend(seq);
+        let (pair, seq) = same_thread_calls(&fx.stateful.url).await?;
+        local_pair.extend(pair);
+        local_seq.extend(seq);
     }
     let mut mine = combine(mine_runs);
     let mut theirs = combine(theirs_runs);
@@ -715,8 +846,11 @@ async fn run() -> anyhow::Result<()> {
 
     // ---- the table -------------------------------------------------------------------------
     let have = original_product.is_some();
+    let mut floor_pair = std::mem::take(&mut mine.floor_pair);
     let floor_p50 = percentile(&mut floor_pair, 0.5);
-    let floor_seq_p50 = percentile(&mut floor_seq, 0.5);
+    let floor_seq_p50 = percentile(&mut mine.floor_sequential, 0.5);
+    let local_p50 = percentile(&mut local_pair, 0.5);
+    let local_seq_p50 = percentile(&mut local_seq, 0.5);
     let mut rows: Vec<[String; 5]> = Vec::new();
     let mut row = |what: String, o: String, t: Option<String>, r: Option<String>, n: String| {
         rows.push([
@@ -815,8 +949,18 @@ async fn run() -> anyhow::Result<()> {
         have.then(|| ms(floor_p50)),
         None,
         format!(
-            "p99 {}; no server under test",
+            "p99 {}; the client is a process of its own; no server under test",
             ms(percentile(&mut floor_pair, 0.99))
+        ),
+    );
+    row(
+        "lower bound: the same two calls, client on the fixture's own thread, p50".into(),
+        ms(local_p50),
+        have.then(|| ms(local_p50)),
+        None,
+        format!(
+            "no thread is woken per call; seed over it: ours {}",
+            ms(seed_ours.saturating_sub(local_p50))
         ),
     );
     row(
@@ -855,6 +999,18 @@ async fn run() -> anyhow::Result<()> {
                     s.as_secs_f64() / floor_seq_p50.as_secs_f64()
                 ))
                 .unwrap_or_default()
+        ),
+    );
+    row(
+        format!(
+            "lower bound: {SEQUENTIAL_CALLS} direct calls, client on the fixture's own thread, p50"
+        ),
+        ms(local_seq_p50),
+        have.then(|| ms(local_seq_p50)),
+        None,
+        format!(
+            "execution ÷ this: ours {:.2}",
+            seq_ours.as_secs_f64() / local_seq_p50.as_secs_f64()
         ),
     );
     for (level, a, b) in [

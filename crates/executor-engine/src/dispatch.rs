@@ -91,17 +91,26 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The sandbox's door: runs each call on the IO runtime, never on the JS threads.
+/// The sandbox's door. Each call runs on the IO runtime: polled where the JavaScript awaits it
+/// when the sandbox shares that runtime ([`crate::JsThreads::Shared`]), else spawned onto it, so
+/// network IO never runs on the sandbox's own threads.
 pub(crate) struct ExecutionHost {
     pub(crate) inner: Arc<Inner>,
     pub(crate) ctx: Arc<ExecutionCtx>,
+    /// The JavaScript runs on the IO runtime ([`executor_sandbox::Placement::is_shared`]).
+    pub(crate) inline: bool,
 }
 
 impl HostCalls for ExecutionHost {
     fn call(&self, path: String, args: Value) -> BoxFuture<'static, HostReply> {
         let inner = self.inner.clone();
         let ctx = self.ctx.clone();
+        let inline = self.inline;
         Box::pin(async move {
+            if inline {
+                // Already on the IO runtime's worker: polled here, no hop.
+                return crate::journal::call(inner, ctx, path, args).await;
+            }
             let io = inner.io.clone();
             match io.spawn(crate::journal::call(inner, ctx, path, args)).await {
                 Ok(reply) => reply,

@@ -276,9 +276,11 @@ impl Engine {
             PauseSink::new(events_tx.clone(), journal.clone()),
             journal.clone(),
         ));
+        let placement = self.inner.sandbox.place();
         let host = Arc::new(ExecutionHost {
             inner: self.inner.clone(),
             ctx: ctx.clone(),
+            inline: placement.is_shared(),
         });
         let options = RunOptions {
             seed: journal.seed,
@@ -288,7 +290,10 @@ impl Engine {
         let task_journal = journal.clone();
         let task = self.inner.io.spawn(async move {
             let journal = task_journal;
-            let output = inner.sandbox.run_with(&journal.code, host, options).await;
+            let output = inner
+                .sandbox
+                .run_placed(placement, &journal.code, host, options)
+                .await;
             ctx.finish().await;
             let completed = format_completed(journal.finish_output(output));
             // Durable before it is answered when it paused (someone may resume it again);

@@ -36,6 +36,7 @@ pub use catalog::{
 };
 pub use error::{EngineError, EngineResult};
 pub use execution::{ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ResumeAction};
+pub use executor_sandbox::JS_THREAD_STACK;
 pub use executor_store::{ExecutionStatus, ExecutionSummary};
 pub use graphql_plugin::{
     AddGraphqlIntegration, GraphqlConfigView, GraphqlIntegrationAdded, GraphqlIntegrationView,
@@ -60,8 +61,8 @@ pub use providers::{
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     pub sandbox: SandboxLimits,
-    /// Threads that run JavaScript, apart from the async workers that serve requests.
-    pub js_threads: usize,
+    /// Where JavaScript runs.
+    pub js_threads: JsThreads,
     /// Executions that may run at once; more wait for a slot.
     pub max_concurrent_executions: usize,
     pub mcp: McpClientConfig,
@@ -74,6 +75,23 @@ pub struct EngineConfig {
     /// Where people reach this executor in a browser (`EXECUTOR_WEB_BASE_URL`). `None`: the
     /// HTTP server's own address, once it has one ([`Engine::serving_at`]).
     pub web_base_url: Option<String>,
+}
+
+/// Where the sandbox runs JavaScript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsThreads {
+    /// On a runtime of its own with this many threads, apart from the async workers that serve
+    /// requests; each tool call hops to the engine's runtime and back.
+    Dedicated(usize),
+    /// Up to `executions` at once on the workers of the runtime the engine is created in, which
+    /// must be multi-thread and have stacks of [`JS_THREAD_STACK`] bytes: an execution, its tool
+    /// calls and its MCP sessions then run on one thread with no hop between runtimes per call,
+    /// and a long stretch of JS hands that worker's other tasks to another thread. Executions
+    /// beyond that run on `spill_threads` threads of the sandbox's own, as with `Dedicated`.
+    Shared {
+        executions: usize,
+        spill_threads: usize,
+    },
 }
 
 /// The path of the OAuth redirect URI under the web base URL.
@@ -92,10 +110,12 @@ impl EngineConfig {
         };
         Self {
             sandbox,
-            js_threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
-                .max(2),
+            js_threads: JsThreads::Dedicated(
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(2)
+                    .max(2),
+            ),
             max_concurrent_executions: 256,
             mcp: McpClientConfig::default(),
             pause_ttl: DEFAULT_PAUSE_TTL,
@@ -175,11 +195,23 @@ impl Engine {
             store,
             scope,
             providers,
-            sandbox: SandboxPool::new(
-                config.sandbox.clone(),
-                config.js_threads,
-                config.max_concurrent_executions,
-            ),
+            sandbox: match config.js_threads {
+                JsThreads::Dedicated(threads) => SandboxPool::new(
+                    config.sandbox.clone(),
+                    threads,
+                    config.max_concurrent_executions,
+                ),
+                JsThreads::Shared {
+                    executions,
+                    spill_threads,
+                } => SandboxPool::sharing(
+                    config.sandbox.clone(),
+                    spill_threads,
+                    config.max_concurrent_executions,
+                    io.clone(),
+                    executions,
+                ),
+            },
             mcp,
             http: std::sync::OnceLock::new(),
             documents: kinds::Documents::default(),

@@ -2,8 +2,10 @@
 //!
 //! * [`prepare`] recovers the program from the agent's text (fenced blocks, bare functions,
 //!   `export default`) and strips TypeScript with oxc.
-//! * [`SandboxPool`] runs executions on its own tokio runtime (threads named `executor-js`),
-//!   bounded by a semaphore, so a spinning script never stalls the caller's runtime.
+//! * [`SandboxPool`] runs executions on its own tokio runtime (threads named `executor-js`) or,
+//!   while a slot is free, on the workers of a runtime it shares with the caller, bounded by a
+//!   semaphore; a stretch of JS over 1 ms hands the shared worker's other tasks to another
+//!   thread, so a spinning script never stalls the caller's runtime.
 //! * Inside the sandbox the only door to the outside is [`HostCalls`], reached through the lazy
 //!   `tools` proxy; `console.*` and `emit` are captured into [`RunOutput`].
 //!
@@ -16,7 +18,7 @@ mod runner;
 
 use std::time::Duration;
 
-pub use pool::SandboxPool;
+pub use pool::{JS_THREAD_STACK, Placement, SandboxPool};
 pub use prepare::{PreparedCode, prepare};
 
 /// Resource limits applied to every execution.

@@ -34,43 +34,58 @@
         "then call it as `await tools.<path>(args)`.",
     );
 
-  const makeTools = (segments) =>
-    new Proxy(() => {}, {
-      get(_target, prop) {
-        // Not thenable (so `await tools.x` does not hang) and not JSON-serialisable via toJSON.
-        if (typeof prop === "symbol" || prop === "then" || prop === "toJSON") return undefined;
-        return makeTools([...segments, prop]);
-      },
-      set() { return false; },
-      defineProperty() { return false; },
-      deleteProperty() { return false; },
-      ownKeys() { throw notEnumerable(segments); },
-      getOwnPropertyDescriptor() { throw notEnumerable(segments); },
-      apply(_target, _this, args) {
-        if (segments.length === 0) {
-          throw new TypeError("Tool path missing in invocation");
+  const STATE = Symbol("tools");
+  // One handler for every proxy; a proxy's path lives in its target. Children are made once
+  // per name, so `tools.a.b.c.d(...)` in a loop allocates nothing after its first pass.
+  const proxyHandler = {
+    get(target, prop) {
+      // Not thenable (so `await tools.x` does not hang) and not JSON-serialisable via toJSON.
+      if (typeof prop === "symbol" || prop === "then" || prop === "toJSON") return undefined;
+      const state = target[STATE];
+      let child = state.children.get(prop);
+      if (child === undefined) {
+        child = makeTools([...state.segments, prop]);
+        state.children.set(prop, child);
+      }
+      return child;
+    },
+    set() { return false; },
+    defineProperty() { return false; },
+    deleteProperty() { return false; },
+    ownKeys(target) { throw notEnumerable(target[STATE].segments); },
+    getOwnPropertyDescriptor(target) { throw notEnumerable(target[STATE].segments); },
+    apply(target, _this, args) {
+      const { segments, path } = target[STATE];
+      if (segments.length === 0) {
+        throw new TypeError("Tool path missing in invocation");
+      }
+      // Created here so its stack points at the agent's call site.
+      const site = new Error("");
+      let json = "";
+      if (args[0] !== undefined) {
+        try {
+          json = stringify(args[0]);
+        } catch (e) {
+          site.name = "TypeError";
+          site.message = `Arguments to tools.${path} are not JSON-serialisable: ${e && e.message}`;
+          return Promise.reject(site);
         }
-        const path = segments.join(".");
-        // Created here so its stack points at the agent's call site.
-        const site = new Error("");
-        let json = "";
-        if (args[0] !== undefined) {
-          try {
-            json = stringify(args[0]);
-          } catch (e) {
-            site.name = "TypeError";
-            site.message = `Arguments to tools.${path} are not JSON-serialisable: ${e && e.message}`;
-            return Promise.reject(site);
-          }
-          if (json === undefined) json = "";
-        }
-        return hostCall(path, json).then((reply) => {
-          if (reply[0] === "r") return parse(reply.slice(1));
-          site.message = reply.slice(1);
-          throw site;
-        });
-      },
-    });
+        if (json === undefined) json = "";
+      }
+      return hostCall(path, json).then((reply) => {
+        if (reply[0] === "r") return parse(reply.slice(1));
+        site.message = reply.slice(1);
+        throw site;
+      });
+    },
+  };
+  const makeTools = (segments) => {
+    // An arrow function, so that the proxy is callable. The path is kept under a symbol the code
+    // cannot name (`get` answers every name with a child, `ownKeys` throws).
+    const target = () => {};
+    target[STATE] = { segments, path: segments.join("."), children: new Map() };
+    return new Proxy(target, proxyHandler);
+  };
 
   Object.defineProperty(g, "tools", {
     value: makeTools([]),

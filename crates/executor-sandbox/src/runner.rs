@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -56,10 +56,50 @@ struct Budget {
     in_flight: AtomicUsize,
     /// When the current poll of the execution future started (`IDLE` when not being polled).
     poll_start_ns: AtomicU64,
+    /// This poll already handed its worker's other tasks to another thread ([`hand_off_worker`]).
+    handed_off: AtomicBool,
     tripped: AtomicU8,
 }
 
 const IDLE: u64 = u64::MAX;
+
+/// One stretch of JavaScript longer than this hands the worker's other tasks to another thread.
+const HAND_OFF_AFTER_NS: u64 = 1_000_000;
+
+/// The longest a hand-off waits for another thread to take the worker's queue.
+const HAND_OFF_WAIT: Duration = Duration::from_millis(100);
+
+/// Code longer than this is prepared (parsed, TypeScript stripped) as heavy work.
+const HEAVY_CODE_BYTES: usize = 64 * 1024;
+
+/// A host reply longer than this is decoded as heavy work.
+const HEAVY_REPLY_BYTES: usize = 1024 * 1024;
+
+/// JavaScript may run on the workers of a runtime that also serves requests and network IO
+/// (the server runs it there: the execution, its tool calls and its MCP sessions then share one
+/// thread, with no hop between runtimes per call). A stretch of JS that runs long — a spinning
+/// script, a heavy parse — must not hold those other tasks: this moves the current worker's
+/// queue and IO driver to another thread (tokio's `block_in_place`), and the JS keeps this
+/// thread until its poll returns. Does nothing outside a multi-thread runtime.
+fn hand_off_worker() {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return;
+    }
+    tokio::task::block_in_place(|| {
+        // On return, `block_in_place` takes the worker back unless another thread already has
+        // it, and the thread it starts needs a moment: wait until a task spawned now has run,
+        // which on a one-worker runtime means the new thread drives the worker's queue (with
+        // more workers, one of them may run it first; they can steal that queue anyway).
+        let (ran, wait) = std::sync::mpsc::sync_channel(1);
+        handle.spawn(async move {
+            let _ = ran.try_send(());
+        });
+        let _ = wait.recv_timeout(HAND_OFF_WAIT);
+    });
+}
 
 impl Budget {
     fn new(limits: &SandboxLimits, origin: Instant) -> Self {
@@ -72,6 +112,7 @@ impl Budget {
             js_deadline_ns: AtomicU64::new(now.saturating_add(js_time_ns)),
             in_flight: AtomicUsize::new(0),
             poll_start_ns: AtomicU64::new(IDLE),
+            handed_off: AtomicBool::new(false),
             tripped: AtomicU8::new(TRIP_NONE),
         }
     }
@@ -96,7 +137,23 @@ impl Budget {
             self.trip(TRIP_JS);
             return true;
         }
+        if poll_start != IDLE && now.saturating_sub(poll_start) >= HAND_OFF_AFTER_NS {
+            self.hand_off_once();
+        }
         false
+    }
+
+    /// Marks the start of a poll of the execution future (JS is about to run).
+    fn poll_started(&self) {
+        self.handed_off.store(false, Ordering::Release);
+        self.poll_start_ns.store(self.now_ns(), Ordering::Release);
+    }
+
+    /// [`hand_off_worker`], at most once per poll (after that this thread is no longer a worker).
+    fn hand_off_once(&self) {
+        if !self.handed_off.swap(true, Ordering::AcqRel) {
+            hand_off_worker();
+        }
     }
 
     fn js_deadline_passed(&self, now: u64) -> bool {
@@ -186,6 +243,9 @@ pub(crate) async fn execute(
     options: RunOptions,
 ) -> RunOutput {
     let origin = Instant::now();
+    if code.len() > HEAVY_CODE_BYTES {
+        hand_off_worker();
+    }
     let prepared = match prepare(code) {
         Ok(p) => p,
         Err(message) => return crate::failed(message),
@@ -247,9 +307,7 @@ async fn run_quickjs(
     }));
     // Every poll of this future is the JS thread running JS (or polling host futures).
     let outcome = std::future::poll_fn(|cx| {
-        poll_budget
-            .poll_start_ns
-            .store(poll_budget.now_ns(), Ordering::Release);
+        poll_budget.poll_started();
         let poll = execution.as_mut().poll(cx);
         poll_budget.poll_start_ns.store(IDLE, Ordering::Release);
         poll
@@ -398,7 +456,7 @@ fn seed_state(seed: u64) -> Vec<u32> {
 /// One host call: `"r<json>"` resolves, `"e<message>"` rejects (decoded by the prelude).
 async fn dispatch(
     host: Arc<dyn HostCalls>,
-    _guard: DispatchGuard,
+    guard: DispatchGuard,
     path: String,
     args: String,
 ) -> String {
@@ -414,6 +472,10 @@ async fn dispatch(
         Ok(HostReply::Resolve(value)) => {
             let mut out = String::from("r");
             out.push_str(&value.to_string());
+            if out.len() > HEAVY_REPLY_BYTES {
+                // QuickJS decodes it within this poll, where no interrupt handler runs.
+                guard.0.hand_off_once();
+            }
             out
         }
         Ok(HostReply::Reject(message)) => format!("e{message}"),

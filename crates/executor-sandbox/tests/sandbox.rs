@@ -785,3 +785,101 @@ async fn time_and_randomness_are_replay_stable() {
     assert_ne!(other["r"], first["r"]);
     assert_eq!(other["a"], first["a"]);
 }
+
+/// A pool sharing a runtime ([`SandboxPool::sharing`], as the server runs it): a script that
+/// spins there must not hold that runtime's other tasks (here a ticker on its only worker) for
+/// longer than the hand-off threshold, and tool calls still work there.
+#[test]
+fn a_spinning_script_does_not_hold_a_shared_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_stack_size(executor_sandbox::JS_THREAD_STACK)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let pool = Arc::new(SandboxPool::sharing(
+            limits(),
+            1,
+            4,
+            tokio::runtime::Handle::current(),
+            1,
+        ));
+        let host = Arc::new(TestHost::default());
+        let placement = pool.place();
+        assert!(placement.is_shared());
+        let out = pool
+            .run_placed(
+                placement,
+                "const r = await tools.a.echo({ n: 1 }); return r.echo.n;",
+                host.clone(),
+                Default::default(),
+            )
+            .await;
+        assert_eq!(out.result, Some(json!(1)), "{:?}", out.error);
+
+        // The ticker runs on the worker; the longest gap between its ticks is recorded.
+        let longest_gap = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ticker = tokio::spawn({
+            let (longest_gap, stop) = (longest_gap.clone(), stop.clone());
+            async move {
+                let mut last = Instant::now();
+                while !stop.load(Ordering::Acquire) {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    let gap = last.elapsed();
+                    last = Instant::now();
+                    let mut longest = longest_gap.lock().unwrap();
+                    *longest = (*longest).max(gap);
+                }
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let placement = pool.place();
+        assert!(placement.is_shared());
+        let spin = pool.clone();
+        let spinning = tokio::spawn(async move {
+            let host = Arc::new(TestHost::default());
+            spin.run_placed(
+                placement,
+                "const end = Date.now() + 1500; let n = 0; while (Date.now() < end) { n++; } return n > 0;",
+                host,
+                Default::default(),
+            )
+            .await
+        });
+        let out = spinning.await.unwrap();
+        stop.store(true, Ordering::Release);
+        ticker.await.unwrap();
+        assert_eq!(out.result, Some(json!(true)), "{:?}", out.error);
+        let longest = *longest_gap.lock().unwrap();
+        // Without the hand-off the ticker waits the whole 1.5 s spin.
+        assert!(
+            longest < Duration::from_millis(750),
+            "the ticker was held for {longest:?}"
+        );
+    });
+}
+
+/// The shared runtime takes an execution while fewer than its slots are running at all; the
+/// rest spill to the pool's own threads, and a slot is free again when its execution ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn executions_beyond_the_shared_slots_spill_to_the_pools_threads() {
+    let pool = SandboxPool::sharing(limits(), 1, 4, tokio::runtime::Handle::current(), 1);
+    let first = pool.place();
+    let second = pool.place();
+    assert!(first.is_shared());
+    assert!(!second.is_shared(), "one slot: the second spills");
+    let host = Arc::new(TestHost::default());
+    let code = "await tools.a.echo({}); return 1;";
+    let (a, b) = tokio::join!(
+        pool.run_placed(first, code, host.clone(), Default::default()),
+        pool.run_placed(second, code, host.clone(), Default::default()),
+    );
+    assert_eq!(a.result, Some(json!(1)), "{:?}", a.error);
+    assert_eq!(b.result, Some(json!(1)), "{:?}", b.error);
+    assert!(
+        pool.place().is_shared(),
+        "the slot is free once its execution ended"
+    );
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use executor_engine::{Engine, EngineConfig, ProvidersConfig};
+use executor_engine::{Engine, EngineConfig, JsThreads, ProvidersConfig};
 use executor_store::{Scope, SqliteStore, StoreError};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
@@ -22,22 +22,24 @@ pub(crate) fn run(settings: Settings) -> anyhow::Result<ExitCode> {
     io_runtime()?.block_on(serve(settings))
 }
 
-/// The runtime that serves requests and owns all network IO (JavaScript runs elsewhere).
+/// The runtime that serves requests, owns all network IO and runs the JavaScript of executions
+/// ([`JsThreads::Shared`]), hence the sandbox's thread stacks.
 pub(crate) fn io_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .worker_threads(io_workers())
         .thread_name("executor-io")
+        .thread_stack_size(executor_engine::JS_THREAD_STACK)
         .build()
         .context("starting the async runtime")
 }
 
-/// Workers of the IO runtime: half the CPUs, at least one. The sandbox pool runs JavaScript on
-/// threads of its own (as many as the CPUs), so a worker per CPU here would oversubscribe the
-/// machine. It also costs latency: every tool call wakes this runtime from another thread
-/// (the JS thread's request, the upstream's answer), and tokio wakes a second idle worker
-/// whenever a woken one finds work, so on a 2-CPU machine two IO workers spent each call
-/// waking each other (issue #8: half the context switches of a 100-call execution).
+/// Workers of the runtime: half the CPUs, at least one (issue #8). An execution's chain — its
+/// JavaScript, each tool call, the MCP session's tasks, the upstream's answer — is a handful of
+/// tasks waking each other; with an idle sibling worker, tokio wakes it whenever a woken task
+/// finds work, and it steals part of the chain, so calls cross threads. The other CPUs are not
+/// left idle: a stretch of JS over a millisecond moves the worker's other tasks to a new thread,
+/// and SQLite runs on threads of its own.
 fn io_workers() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get() / 2)
@@ -113,6 +115,14 @@ pub(crate) async fn open_engine(
             },
             // Else the HTTP server's address, once it listens.
             web_base_url: std::env::var(executor_server::WEB_BASE_URL_ENV).ok(),
+            // One execution per IO worker shares it; more at once spill to JS threads of their
+            // own, so a busy server uses every CPU (issue #8).
+            js_threads: JsThreads::Shared {
+                executions: io_workers(),
+                spill_threads: std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(2),
+            },
             ..EngineConfig::with_js_timeout(execution_timeout)
         },
     );

@@ -81,6 +81,17 @@ impl Harness {
                     ),
                     keychain: false,
                 },
+                // As the server runs it, when the test's runtime can host JS (multi-thread); one
+                // shared slot, so that concurrent executions also take the spill path.
+                js_threads: match tokio::runtime::Handle::current().runtime_flavor() {
+                    tokio::runtime::RuntimeFlavor::MultiThread => {
+                        executor_engine::JsThreads::Shared {
+                            executions: 1,
+                            spill_threads: 2,
+                        }
+                    }
+                    _ => EngineConfig::with_js_timeout(options.js_timeout).js_threads,
+                },
                 ..EngineConfig::with_js_timeout(options.js_timeout)
             },
         );
