@@ -10,7 +10,9 @@
 //! * idle RSS 3 s after ready, summed over the whole process tree;
 //! * `return 1` over HTTP with keep-alive (p50, p99);
 //! * the seed execution (select + get on the stateful fixture) against the floor: the same two
-//!   calls made directly by an rmcp client on one session;
+//!   calls made directly by an rmcp client on one session, in a process of its own (this binary
+//!   with `--direct-client`), sampled right after each of ours; and, as a lower bound, the same
+//!   client on the fixture's own thread;
 //! * one execution with 100 sequential tool calls against 100 direct calls;
 //! * throughput of `return 1` at 8 and 64 in flight (keep-alive clients, bounded count and time);
 //! * RSS after 3,000 executions and after the 2,000-tool catalog is added and listed.
@@ -727,7 +729,9 @@ fn combine(runs: Vec<Figures>) -> Figures {
 }
 
 /// `BENCH_PROFILE_SECS=N`: runs only ours, repeating the 100-call execution for N seconds
-/// after printing the server's pid, so a profiler can attach (`perf record -g -p <pid>`).
+/// after printing the server's pid, so a profiler can attach (`perf record -g -p <pid>`); each
+/// execution is followed by one 100-call sample of the direct client process, and the median of
+/// the paired ratios is printed with both p50s.
 async fn profile_sequential(secs: u64) -> anyhow::Result<()> {
     let stateful = executor_mcp::testing::serve_stateful().await;
     let (server, _) = start(&ours()).await?;
