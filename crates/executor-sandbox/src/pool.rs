@@ -1,4 +1,4 @@
-//! The bounded pool that runs executions on a dedicated tokio runtime.
+//! The bounded pool that runs executions on its own tokio runtime or on a runtime it shares.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,18 +37,12 @@ pub struct SandboxPool {
 struct Shared {
     handle: tokio::runtime::Handle,
     slots: usize,
-    /// Executions running on the shared runtime.
-    running: Arc<AtomicUsize>,
 }
 
-/// Where one execution runs ([`SandboxPool::place`]); holds its place while it runs.
+/// Where one execution runs ([`SandboxPool::place`]); counted as placed while it runs.
 pub struct Placement {
-    shared: Option<SharedSlot>,
-    _counted: Counted,
-}
-
-struct SharedSlot {
-    handle: tokio::runtime::Handle,
+    /// The shared runtime, when it runs there.
+    shared: Option<tokio::runtime::Handle>,
     _counted: Counted,
 }
 
@@ -126,7 +120,6 @@ impl SandboxPool {
         pool.shared = Some(Shared {
             handle: shared,
             slots: slots.max(1),
-            running: Arc::default(),
         });
         pool
     }
@@ -137,17 +130,12 @@ impl SandboxPool {
     /// have requests to serve, and the other CPUs should run the JavaScript.
     pub fn place(&self) -> Placement {
         let (counted, others) = Counted::add(&self.placed);
+        // Fewer placed than slots at all implies fewer than slots on the shared runtime.
         let shared = self
             .shared
             .as_ref()
             .filter(|shared| others < shared.slots)
-            .and_then(|shared| {
-                let (slot, before) = Counted::add(&shared.running);
-                (before < shared.slots).then(|| SharedSlot {
-                    handle: shared.handle.clone(),
-                    _counted: slot,
-                })
-            });
+            .map(|shared| shared.handle.clone());
         Placement {
             shared,
             _counted: counted,
@@ -189,10 +177,10 @@ impl SandboxPool {
         };
         let code = code.to_owned();
         let limits = self.limits.clone();
-        let handle = match &placement.shared {
-            Some(slot) => slot.handle.clone(),
-            None => self.handle.clone(),
-        };
+        let handle = placement
+            .shared
+            .clone()
+            .unwrap_or_else(|| self.handle.clone());
         let task = handle.spawn(async move {
             let _permit = permit;
             if placement.is_shared() {
