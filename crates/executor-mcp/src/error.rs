@@ -4,6 +4,8 @@ use rmcp::ServiceError;
 use rmcp::service::ClientInitializeError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
+use crate::upstream_http::UpstreamHttpError;
+
 use crate::sse::SseTransportError;
 
 /// Downstream MCP failures, with person-readable messages.
@@ -124,8 +126,6 @@ pub(crate) fn challenge_param(challenge: &str, name: &str) -> Option<String> {
     None
 }
 
-type HttpErr = StreamableHttpError<reqwest::Error>;
-
 fn io_reason(kind: std::io::ErrorKind) -> Option<&'static str> {
     use std::io::ErrorKind::*;
     Some(match kind {
@@ -152,29 +152,58 @@ fn diagnose_reqwest(d: &mut Diagnosis, e: &reqwest::Error) {
     if e.is_timeout() {
         d.timeout = true;
     }
-    if e.is_connect() && d.unreachable.is_none() {
-        // Look for the io error underneath for a precise reason.
-        let mut reason: Option<String> = None;
-        let mut cur: Option<&(dyn StdError + 'static)> = e.source();
-        while let Some(err) = cur {
-            if let Some(io) = err.downcast_ref::<std::io::Error>()
-                && let Some(r) = io_reason(io.kind())
-            {
-                reason = Some(r.to_owned());
-                break;
-            }
-            let text = err.to_string();
-            if text.contains("dns") || text.contains("failed to lookup address") {
-                reason = Some("host not found".to_owned());
-            }
-            cur = err.source();
-        }
-        d.unreachable = Some(reason.unwrap_or_else(|| "connection failed".to_owned()));
-        d.broken = true;
+    if e.is_connect() {
+        connect_failure(d, e);
     }
 }
 
-fn diagnose_http(d: &mut Diagnosis, e: &HttpErr) {
+fn diagnose_upstream(d: &mut Diagnosis, e: &UpstreamHttpError) {
+    match e {
+        UpstreamHttpError::EventTooLarge { .. } => {
+            d.not_mcp.get_or_insert_with(|| e.to_string());
+            d.broken = true;
+        }
+        UpstreamHttpError::Redirect(text) => {
+            d.not_mcp.get_or_insert_with(|| text.clone());
+            d.broken = true;
+        }
+        _ if e.is_connect() => connect_failure(d, e),
+        // An exchange cut short: the transport reports it as a failed send, which breaks the
+        // session where that matters.
+        _ => {}
+    }
+}
+
+/// The connection could not be made: find the I/O error underneath for a precise reason.
+fn connect_failure(d: &mut Diagnosis, e: &(dyn StdError + 'static)) {
+    if d.unreachable.is_some() {
+        return;
+    }
+    let mut reason: Option<String> = None;
+    let mut cur: Option<&(dyn StdError + 'static)> = e.source();
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && let Some(r) = io_reason(io.kind())
+        {
+            reason = Some(r.to_owned());
+            break;
+        }
+        let text = err.to_string();
+        if text.contains("dns") || text.contains("failed to lookup address") {
+            reason = Some("host not found".to_owned());
+        }
+        cur = err.source();
+    }
+    d.unreachable = Some(reason.unwrap_or_else(|| "connection failed".to_owned()));
+    d.broken = true;
+}
+
+/// An error of rmcp's streamable-HTTP transport; `client` reads the HTTP client's own error.
+fn diagnose_http<E: StdError + Send + Sync + 'static>(
+    d: &mut Diagnosis,
+    e: &StreamableHttpError<E>,
+    client: fn(&mut Diagnosis, &E),
+) {
     match e {
         StreamableHttpError::AuthRequired(_) => {
             d.status.get_or_insert(401);
@@ -216,7 +245,7 @@ fn diagnose_http(d: &mut Diagnosis, e: &HttpErr) {
                 .get_or_insert_with(|| format!("the response is not JSON-RPC: {e}"));
             d.broken = true;
         }
-        StreamableHttpError::Client(e) => diagnose_reqwest(d, e),
+        StreamableHttpError::Client(e) => client(d, e),
         StreamableHttpError::ResponseBodyTooLarge { .. } => {}
         _ => d.broken = true,
     }
@@ -232,8 +261,10 @@ pub(crate) fn diagnose(err: &(dyn StdError + 'static)) -> Diagnosis {
         if depth > 32 {
             break;
         }
-        if let Some(h) = e.downcast_ref::<HttpErr>() {
-            diagnose_http(&mut d, h);
+        if let Some(h) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            diagnose_http(&mut d, h, diagnose_reqwest);
+        } else if let Some(h) = e.downcast_ref::<StreamableHttpError<UpstreamHttpError>>() {
+            diagnose_http(&mut d, h, diagnose_upstream);
         } else if let Some(s) = e.downcast_ref::<SseTransportError>() {
             if let Some(st) = s.status {
                 d.status.get_or_insert(st);

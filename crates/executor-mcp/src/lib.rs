@@ -21,6 +21,7 @@ mod outcome;
 mod pool;
 pub mod sse;
 mod target;
+mod upstream_http;
 
 #[cfg(feature = "testing")]
 pub mod stdio_fixture;

@@ -25,6 +25,7 @@ use crate::elicit::{Elicitor, Routes};
 use crate::error::{self, McpError};
 use crate::sse::SseClientTransport;
 use crate::target::{RemoteTarget, RemoteTransport, SessionKey, StdioTarget, TargetRef};
+use crate::upstream_http::{self, UpstreamHttp};
 use crate::{CLIENT_NAME, CLIENT_VERSION};
 
 /// Tunables of the downstream client.
@@ -165,18 +166,16 @@ impl LazyHttpClients {
 struct HttpClients {
     /// Legacy HTTP+SSE: keep-alive connection pool (its POSTs are answered with a bare 202).
     pooled: reqwest::Client,
-    /// Streamable HTTP: no idle connection reuse — every POST rides a fresh TCP connection.
-    ///
-    /// A streamable-HTTP server answers a POST with an SSE stream written in (at least) two pieces:
-    /// headers plus rmcp's priming event first, the JSON-RPC response and the chunked terminator a
-    /// moment later. If the server leaves Nagle's algorithm on (no TCP_NODELAY — common), the second
-    /// write waits for the ACK of the first, and on a reused keep-alive connection Linux is in
-    /// delayed-ACK ("pingpong") mode, so that ACK comes only after the ~40 ms delayed-ACK timer: every
-    /// call then costs ~44 ms. A fresh connection starts in quick-ACK mode, so the response arrives at
-    /// once. This is what rmcp's own default client does (`pool_max_idle_per_host(0)`); the price is
-    /// one TCP (for https also TLS) handshake per POST, as for a plain rmcp client (~0.1 ms on
-    /// loopback). Tested by `tests/latency.rs`.
-    streamable: reqwest::Client,
+    /// Streamable HTTP: keep-alive connections with quick ACKs ([`upstream_http`]), so a tool call
+    /// costs no TCP or TLS handshake. `None` where the platform has no `TCP_QUICKACK`.
+    keep_alive: Option<UpstreamHttp>,
+    /// Streamable HTTP through an environment proxy, or without quick ACKs: reqwest, with no idle
+    /// connection reuse — every POST rides a fresh connection, which starts in quick-ACK mode (see
+    /// [`upstream_http`] for the Nagle/delayed-ACK stall this avoids). This is what rmcp's own
+    /// default client does (`pool_max_idle_per_host(0)`). Tested by `tests/latency.rs`.
+    fresh: reqwest::Client,
+    /// The `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`/`NO_PROXY` rules reqwest applies.
+    proxies: hyper_util::client::proxy::matcher::Matcher,
 }
 
 impl HttpClients {
@@ -187,11 +186,32 @@ impl HttpClients {
                 .tcp_nodelay(true)
         };
         let pooled = builder().build().unwrap_or_else(|_| reqwest::Client::new());
-        let streamable = builder()
+        let fresh = builder()
             .pool_max_idle_per_host(0)
             .build()
             .unwrap_or_else(|_| pooled.clone());
-        Self { pooled, streamable }
+        let keep_alive = if upstream_http::QUICK_ACK_AVAILABLE {
+            UpstreamHttp::new()
+                .inspect_err(
+                    |e| tracing::warn!(error = %e, "no keep-alive HTTP client; TLS set-up failed"),
+                )
+                .ok()
+        } else {
+            None
+        };
+        Self {
+            pooled,
+            keep_alive,
+            fresh,
+            proxies: hyper_util::client::proxy::matcher::Matcher::from_env(),
+        }
+    }
+
+    /// The keep-alive client for `url`, unless a proxy applies to it.
+    fn keep_alive_for(&self, url: &url::Url) -> Option<&UpstreamHttp> {
+        let client = self.keep_alive.as_ref()?;
+        let uri: http::Uri = url.as_str().parse().ok()?;
+        self.proxies.intercept(&uri).is_none().then_some(client)
     }
 }
 
@@ -398,45 +418,41 @@ async fn connect(
         TargetRef::Stdio(stdio) => return connect_stdio(stdio, handler).await,
     };
     match target.transport {
-        RemoteTransport::StreamableHttp => {
-            connect_streamable(&http.streamable, target, handler).await
-        }
+        RemoteTransport::StreamableHttp => connect_streamable(http, target, handler).await,
         RemoteTransport::Sse => connect_sse(&http.pooled, target, handler, sse_timeout).await,
-        RemoteTransport::Auto => {
-            match connect_streamable(&http.streamable, target, handler.clone()).await {
-                Ok(service) => Ok(service),
-                Err(e) if e.is_auth_rejection() => Err(e),
-                Err(McpError::Connect {
-                    message,
-                    http_status,
-                    ..
-                }) if message.starts_with("Couldn't reach") => Err(McpError::Connect {
-                    transport: "auto".into(),
-                    message,
-                    http_status,
-                }),
-                Err(streamable) => {
-                    match connect_sse(&http.pooled, target, handler, sse_timeout).await {
-                        Ok(service) => Ok(service),
-                        Err(sse) => {
-                            tracing::debug!(%sse, "legacy SSE fallback failed too");
-                            Err(match streamable {
-                                McpError::Connect {
-                                    message,
-                                    http_status,
-                                    ..
-                                } => McpError::Connect {
-                                    transport: "auto".into(),
-                                    message,
-                                    http_status,
-                                },
-                                other => other,
-                            })
-                        }
+        RemoteTransport::Auto => match connect_streamable(http, target, handler.clone()).await {
+            Ok(service) => Ok(service),
+            Err(e) if e.is_auth_rejection() => Err(e),
+            Err(McpError::Connect {
+                message,
+                http_status,
+                ..
+            }) if message.starts_with("Couldn't reach") => Err(McpError::Connect {
+                transport: "auto".into(),
+                message,
+                http_status,
+            }),
+            Err(streamable) => {
+                match connect_sse(&http.pooled, target, handler, sse_timeout).await {
+                    Ok(service) => Ok(service),
+                    Err(sse) => {
+                        tracing::debug!(%sse, "legacy SSE fallback failed too");
+                        Err(match streamable {
+                            McpError::Connect {
+                                message,
+                                http_status,
+                                ..
+                            } => McpError::Connect {
+                                transport: "auto".into(),
+                                message,
+                                http_status,
+                            },
+                            other => other,
+                        })
                     }
                 }
             }
-        }
+        },
     }
 }
 
@@ -486,7 +502,7 @@ fn header_pairs(
 }
 
 async fn connect_streamable(
-    http: &reqwest::Client,
+    http: &HttpClients,
     target: &RemoteTarget,
     handler: Handler,
 ) -> Result<Service, McpError> {
@@ -498,11 +514,25 @@ async fn connect_streamable(
         .max_concurrent_requests(64)
         .reinit_on_expired_session(true)
         .custom_headers(headers);
-    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-    handler
-        .serve(transport)
-        .await
-        .map_err(|e| error::connect_error(T, &target.endpoint, &e))
+    let served = match http.keep_alive_for(&url) {
+        Some(client) => {
+            handler
+                .serve(StreamableHttpClientTransport::with_client(
+                    client.clone(),
+                    config,
+                ))
+                .await
+        }
+        None => {
+            handler
+                .serve(StreamableHttpClientTransport::with_client(
+                    http.fresh.clone(),
+                    config,
+                ))
+                .await
+        }
+    };
+    served.map_err(|e| error::connect_error(T, &target.endpoint, &e))
 }
 
 async fn connect_sse(

@@ -20,7 +20,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -295,20 +295,28 @@ async fn bind() -> (tokio::net::TcpListener, SocketAddr) {
     (listener, addr)
 }
 
-fn spawn_server(listener: tokio::net::TcpListener, router: Router, cancel: CancellationToken) {
-    spawn_server_with(listener, router, cancel, true);
+fn spawn_server(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    cancel: CancellationToken,
+) -> Arc<AtomicUsize> {
+    spawn_server_with(listener, router, cancel, true)
 }
 
+/// Serve `router`; returns the count of TCP connections accepted so far.
 fn spawn_server_with(
     listener: tokio::net::TcpListener,
     router: Router,
     cancel: CancellationToken,
     nodelay: bool,
-) {
+) -> Arc<AtomicUsize> {
     use axum::serve::ListenerExt;
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
     // Like any well-behaved MCP server: small SSE writes must not wait on Nagle. (`nodelay: false`
     // imitates servers that leave Nagle on, for latency regression tests.)
     let listener = listener.tap_io(move |tcp| {
+        counter.fetch_add(1, Ordering::SeqCst);
         if nodelay {
             let _ = tcp.set_nodelay(true);
         }
@@ -318,6 +326,7 @@ fn spawn_server_with(
             .with_graceful_shutdown(async move { cancel.cancelled_owned().await })
             .await;
     });
+    accepted
 }
 
 /// The session-stateful streamable-HTTP fixture. Stops when dropped.
@@ -329,10 +338,15 @@ pub struct StatefulMcpServer {
     /// Elicitation results the server received ([`serve_eliciting`] only).
     pub elicited: ElicitLog,
     sessions: Arc<LocalSessionManager>,
+    accepted: Arc<AtomicUsize>,
     cancel: CancellationToken,
 }
 
 impl StatefulMcpServer {
+    /// TCP connections the server has accepted.
+    pub fn connections_accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
     /// Forget every session: requests carrying an old `Mcp-Session-Id` now get HTTP 404.
     pub async fn forget_sessions(&self) {
         self.sessions.sessions.write().await.clear();
@@ -382,13 +396,14 @@ pub async fn serve_stateful_with(nodelay: bool) -> StatefulMcpServer {
             ledger_middleware,
         ));
     let (listener, addr) = bind().await;
-    spawn_server_with(listener, router, cancel.clone(), nodelay);
+    let accepted = spawn_server_with(listener, router, cancel.clone(), nodelay);
     StatefulMcpServer {
         url: format!("http://{addr}/mcp"),
         addr,
         ledger,
         elicited: ElicitLog::default(),
         sessions,
+        accepted,
         cancel,
     }
 }
@@ -550,7 +565,7 @@ async fn legacy_sse(nodelay: bool, guard: Option<(&'static str, &'static str)>) 
         ledger_middleware,
     ));
     let (listener, addr) = bind().await;
-    spawn_server_with(listener, router, cancel.clone(), nodelay);
+    let _ = spawn_server_with(listener, router, cancel.clone(), nodelay);
     LegacySseServer {
         url: format!("http://{addr}/sse"),
         addr,
@@ -577,7 +592,7 @@ pub async fn serve_static(
         response
     });
     let (listener, addr) = bind().await;
-    spawn_server(listener, router, cancel.clone());
+    let _ = spawn_server(listener, router, cancel.clone());
     (format!("http://{addr}/mcp"), cancel)
 }
 
@@ -664,13 +679,14 @@ pub async fn serve_many_tools(n: usize) -> StatefulMcpServer {
             ledger_middleware,
         ));
     let (listener, addr) = bind().await;
-    spawn_server(listener, router, cancel.clone());
+    let accepted = spawn_server(listener, router, cancel.clone());
     StatefulMcpServer {
         url: format!("http://{addr}/mcp"),
         addr,
         ledger,
         elicited: ElicitLog::default(),
         sessions,
+        accepted,
         cancel,
     }
 }
@@ -909,13 +925,14 @@ pub async fn serve_eliciting() -> StatefulMcpServer {
             ledger_middleware,
         ));
     let (listener, addr) = bind().await;
-    spawn_server(listener, router, cancel.clone());
+    let accepted = spawn_server(listener, router, cancel.clone());
     StatefulMcpServer {
         url: format!("http://{addr}/mcp"),
         addr,
         ledger,
         elicited: log,
         sessions,
+        accepted,
         cancel,
     }
 }

@@ -1,5 +1,6 @@
 //! Per-call latency of `ExecutionScope::call_tool` against a server that leaves Nagle's algorithm on
-//! (no TCP_NODELAY on accepted sockets), compared with a plain rmcp client on the same server.
+//! (no TCP_NODELAY on accepted sockets), compared with a plain rmcp client on the same server, and
+//! the keep-alive connections that carry the calls (on Linux, where quick ACKs make reuse safe).
 
 #[allow(dead_code, unreachable_pub)]
 #[path = "../src/testing.rs"]
@@ -81,11 +82,26 @@ async fn plain(url: &str) -> Duration {
     median(samples)
 }
 
+/// `CALLS + 5` tool calls, the handshake and the session's close: a fresh connection per POST
+/// would be over 60; kept alive, a few (the session's GET stream holds one of its own).
+fn assert_connections_reused(accepted: usize) {
+    println!("connections accepted for our session: {accepted}");
+    if cfg!(target_os = "linux") {
+        assert!(
+            accepted <= 6,
+            "{accepted} TCP connections for {} calls: not kept alive",
+            CALLS + 5
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_latency_without_server_nodelay() {
     let server = testing::serve_stateful_with(false).await;
     let plain_p50 = plain(&server.url).await;
+    let before = server.connections_accepted();
     let ours_p50 = ours(&server.url).await;
+    assert_connections_reused(server.connections_accepted() - before);
     println!(
         "server without TCP_NODELAY: plain rmcp p50 = {plain_p50:?}, ExecutionScope::call_tool p50 = {ours_p50:?}"
     );
@@ -99,7 +115,9 @@ async fn call_latency_without_server_nodelay() {
 async fn call_latency_with_server_nodelay() {
     let server = testing::serve_stateful_with(true).await;
     let plain_p50 = plain(&server.url).await;
+    let before = server.connections_accepted();
     let ours_p50 = ours(&server.url).await;
+    assert_connections_reused(server.connections_accepted() - before);
     println!(
         "server with TCP_NODELAY: plain rmcp p50 = {plain_p50:?}, ExecutionScope::call_tool p50 = {ours_p50:?}"
     );
