@@ -1138,3 +1138,30 @@ impl Drop for ExecutionScope {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper_util::client::proxy::matcher::Matcher;
+
+    #[test]
+    fn a_proxied_endpoint_takes_the_client_that_honours_the_proxy() {
+        let mut http = HttpClients::new();
+        http.proxies = Matcher::builder()
+            .all("http://proxy.internal:3128")
+            .no("localhost,127.0.0.1")
+            .build();
+        let exempt = url::Url::parse("http://127.0.0.1:9/mcp").unwrap();
+        let proxied = url::Url::parse("https://mcp.example.com/mcp").unwrap();
+        assert_eq!(
+            http.keep_alive_for(&exempt).is_some(),
+            upstream_http::QUICK_ACK_AVAILABLE
+        );
+        assert!(http.keep_alive_for(&proxied).is_none());
+        http.proxies = Matcher::builder().build();
+        assert_eq!(
+            http.keep_alive_for(&proxied).is_some(),
+            upstream_http::QUICK_ACK_AVAILABLE
+        );
+    }
+}
