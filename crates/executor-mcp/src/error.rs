@@ -163,7 +163,7 @@ fn diagnose_upstream(d: &mut Diagnosis, e: &UpstreamHttpError) {
             d.not_mcp.get_or_insert_with(|| e.to_string());
             d.broken = true;
         }
-        UpstreamHttpError::Redirect(text) => {
+        UpstreamHttpError::Redirect(text) | UpstreamHttpError::Url(text) => {
             d.not_mcp.get_or_insert_with(|| text.clone());
             d.broken = true;
         }

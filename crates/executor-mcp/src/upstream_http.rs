@@ -88,6 +88,9 @@ pub(crate) enum UpstreamHttpError {
     InvalidRequest(#[source] http::Error),
     #[error("{0}")]
     Redirect(String),
+    /// The endpoint is not an http(s) URL with a host.
+    #[error("{0}")]
+    Url(String),
 }
 
 impl UpstreamHttpError {
@@ -171,7 +174,7 @@ struct Origin {
 impl Origin {
     fn of(uri: &Uri) -> Result<Self, UpstreamHttpError> {
         let invalid =
-            |what: &str| UpstreamHttpError::Redirect(format!("cannot connect to {uri}: {what}"));
+            |what: &str| UpstreamHttpError::Url(format!("cannot connect to {uri}: {what}"));
         let https = match uri.scheme_str() {
             Some("https") => true,
             Some("http") => false,
@@ -666,22 +669,9 @@ fn auth_challenge(response: &Response<UpstreamBody>) -> Result<(), HttpError> {
     } else {
         StreamableHttpError::InsufficientScope(InsufficientScopeError::new(
             header.to_owned(),
-            scope_param(header),
+            crate::error::challenge_param(header, "scope"),
         ))
     })
-}
-
-/// The `scope` parameter of a `WWW-Authenticate` challenge, quoted or not.
-fn scope_param(header: &str) -> Option<String> {
-    let at = header.to_ascii_lowercase().find("scope=")? + "scope=".len();
-    let rest = &header[at..];
-    if let Some(quoted) = rest.strip_prefix('"') {
-        return quoted.find('"').map(|end| quoted[..end].to_owned());
-    }
-    let end = rest
-        .find(|c: char| c == ',' || c == ';' || c.is_whitespace())
-        .unwrap_or(rest.len());
-    (end > 0).then(|| rest[..end].to_owned())
 }
 
 /// 429 and 5xx keep their status and `Retry-After` for the transport's retry logic.
@@ -1049,20 +1039,6 @@ mod tests {
         ));
         let mut split = EventLimit::new(8);
         assert!(split.feed(b"data: ").is_ok() && split.feed(b"abc").is_err());
-    }
-
-    #[test]
-    fn scope_is_read_quoted_or_bare() {
-        assert_eq!(
-            scope_param(r#"Bearer error="insufficient_scope", scope="files:read files:write""#)
-                .as_deref(),
-            Some("files:read files:write")
-        );
-        assert_eq!(
-            scope_param("Bearer scope=read:data, x=1").as_deref(),
-            Some("read:data")
-        );
-        assert_eq!(scope_param("Bearer realm=\"x\""), None);
     }
 
     #[test]
