@@ -295,6 +295,20 @@ async fn no_host_helpers_or_timers_are_visible() {
 }
 
 #[tokio::test]
+async fn the_prelude_source_is_not_visible() {
+    // The prelude is loaded as bytecode without its source text: its functions do not print the
+    // helpers they close over.
+    let printed = ok("return [String(console.log), String(emit), String(Math.random), String(Date.now)].join(' ')")
+        .await
+        .unwrap();
+    let printed = printed.as_str().unwrap();
+    assert!(!printed.contains("hostLog"), "{printed}");
+    assert!(!printed.contains("hostEmit"), "{printed}");
+    assert!(!printed.contains("imul"), "{printed}");
+    assert!(!printed.contains("clock"), "{printed}");
+}
+
+#[tokio::test]
 async fn typescript_runs() {
     let code = r#"
 interface Repo { name: string; stars: number }
