@@ -245,10 +245,21 @@ impl Engine {
 
     /// Builds the upstream HTTP clients now rather than at the first call: each loads the
     /// system's root certificates (hundreds of files), which is most of a cold start when done
-    /// before the server listens. Blocking; the server runs it once it is listening.
-    pub fn warm_up(&self) {
-        self.inner.http();
-        self.inner.mcp.warm_up();
+    /// before the server listens, so the server runs this once it is listening. Skipped while
+    /// there is no integration: nothing would call upstream, and the clients would only hold
+    /// memory (≈ 2 MiB of an idle server); their first use builds them.
+    pub async fn warm_up(&self) {
+        if let Ok(integrations) = self.inner.store.list_integrations(&self.inner.scope).await
+            && integrations.is_empty()
+        {
+            return;
+        }
+        let inner = self.inner.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            inner.http();
+            inner.mcp.warm_up();
+        })
+        .await;
     }
 
     /// Tells the engine where its HTTP server listens (`http://host:port`). A configured web
@@ -298,5 +309,51 @@ impl Engine {
             .await;
         self.inner.history.flush().await;
         self.inner.mcp.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use executor_store::{IntegrationRecord, SqliteStore};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn warm_up_builds_the_http_clients_only_once_an_integration_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
+        let scope = Scope::local("warm-up-test");
+        let engine = Engine::new(
+            store.clone(),
+            scope.clone(),
+            EngineConfig::with_js_timeout(Duration::from_secs(5)),
+        );
+        engine.warm_up().await;
+        assert!(
+            engine.inner.http.get().is_none(),
+            "built with no integration"
+        );
+
+        let integration = IntegrationRecord {
+            slug: "remote".to_owned(),
+            plugin_id: "mcp".to_owned(),
+            name: None,
+            description: None,
+            config: serde_json::json!({"transport": "remote", "endpoint": "http://127.0.0.1:9/mcp"}),
+            can_remove: true,
+            can_refresh: true,
+            config_revised_at: None,
+            created_at: 0,
+            updated_at: 0,
+        };
+        store
+            .insert_integration(&scope, &integration)
+            .await
+            .unwrap();
+        engine.warm_up().await;
+        assert!(
+            engine.inner.http.get().is_some(),
+            "not built with an integration"
+        );
+        engine.shutdown().await;
     }
 }

@@ -95,8 +95,6 @@ impl SandboxPool {
             .build()
             .expect("failed to start the executor-js runtime");
         let handle = runtime.handle().clone();
-        // Off the start-up path, and usually done before the first execution needs it.
-        handle.spawn_blocking(|| runner::prelude_bytecode().map(|_| ()));
         Self {
             limits,
             runtime: Some(runtime),

@@ -395,7 +395,8 @@ async fn settle<'js>(
 /// The prelude as QuickJS bytecode, compiled once per process. Parsing its source took most of a
 /// small execution's CPU (≈ 0.45 of 0.7 ms here); reading bytecode into each fresh context is
 /// several times cheaper. Compiled as a module, since rquickjs reads bytecode only for modules.
-pub(crate) fn prelude_bytecode() -> Result<&'static [u8], String> {
+/// Compiled by the first execution rather than at start-up, so an idle server has not run QuickJS.
+fn prelude_bytecode() -> Result<&'static [u8], String> {
     static BYTECODE: OnceLock<Result<Box<[u8]>, String>> = OnceLock::new();
     BYTECODE
         .get_or_init(|| {

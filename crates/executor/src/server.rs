@@ -286,7 +286,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     // The upstream HTTP clients load the system's root certificates: done once listening, so a
     // start is not kept waiting for them, and before the first call, which then does not either.
     let warm = opened.engine.clone();
-    tokio::task::spawn_blocking(move || warm.warm_up());
+    tokio::spawn(async move { warm.warm_up().await });
     let shown_host = if local.ip().is_loopback() || local.ip().is_unspecified() {
         "127.0.0.1".to_owned()
     } else {
