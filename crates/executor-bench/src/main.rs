@@ -242,6 +242,18 @@ async fn start(product: &Product) -> anyhow::Result<(Server, Duration)> {
 /// VmRSS summed over `root` and all its descendants (the original's npm wrapper is node
 /// spawning the Bun binary; either may spawn workers).
 fn tree_rss_kib(root: u32) -> anyhow::Result<u64> {
+    let total = tree_pids(root)?
+        .into_iter()
+        .map(|pid| rss_kib(pid).unwrap_or(0))
+        .sum();
+    if total == 0 {
+        bail!("no RSS for {root}");
+    }
+    Ok(total)
+}
+
+/// `root` and all its descendants.
+fn tree_pids(root: u32) -> anyhow::Result<Vec<u32>> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for entry in std::fs::read_dir("/proc")?.flatten() {
         let Some(pid) = entry
@@ -264,16 +276,34 @@ fn tree_rss_kib(root: u32) -> anyhow::Result<u64> {
         };
         children.entry(ppid).or_default().push(pid);
     }
-    let mut total = 0;
+    let mut pids = Vec::new();
     let mut stack = vec![root];
     while let Some(pid) = stack.pop() {
-        total += rss_kib(pid).unwrap_or(0);
+        pids.push(pid);
         stack.extend(children.get(&pid).into_iter().flatten());
     }
-    if total == 0 {
-        bail!("no RSS for {root}");
+    Ok(pids)
+}
+
+/// CPU time (user + system, all threads) used so far by `root` and its descendants.
+fn tree_cpu(root: u32) -> anyhow::Result<Duration> {
+    // Clock ticks per second: 100 on every Linux this runs on (`getconf CLK_TCK`).
+    const TICKS_PER_SEC: u64 = 100;
+    let mut ticks = 0;
+    for pid in tree_pids(root)? {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        // utime and stime are fields 14 and 15 of stat(5), 12 and 13 after the command.
+        for field in fields.get(11..13).into_iter().flatten() {
+            ticks += field.parse::<u64>().unwrap_or(0);
+        }
     }
-    Ok(total)
+    Ok(Duration::from_millis(ticks * 1000 / TICKS_PER_SEC))
 }
 
 fn rss_kib(pid: u32) -> anyhow::Result<u64> {
@@ -396,6 +426,10 @@ struct Figures {
     rss_after_throughput: u64,
     tput8: f64,
     tput64: f64,
+    /// Server CPU time per execution during the throughput runs (steadier than the rate on a
+    /// shared, noisy machine).
+    cpu8: Duration,
+    cpu64: Duration,
     catalog_load: Duration,
     catalog_tools: usize,
     catalog_last_call: bool,
@@ -509,11 +543,15 @@ async fn measure(product: &Product, fx: &Fixtures, f: &mut Figures) -> anyhow::R
 
     // Throughput at 8 and 64 in flight (short warm-up at each level first).
     throughput(&server, 8, 200, THROUGHPUT_CAP).await?;
+    let cpu = tree_cpu(server.pid())?;
     let (n, took) = throughput(&server, 8, THROUGHPUT_REQUESTS, THROUGHPUT_CAP).await?;
     f.tput8 = n as f64 / took.as_secs_f64();
+    f.cpu8 = tree_cpu(server.pid())?.saturating_sub(cpu) / n.max(1) as u32;
     throughput(&server, 64, 200, THROUGHPUT_CAP).await?;
+    let cpu = tree_cpu(server.pid())?;
     let (n, took) = throughput(&server, 64, THROUGHPUT_REQUESTS, THROUGHPUT_CAP).await?;
     f.tput64 = n as f64 / took.as_secs_f64();
+    f.cpu64 = tree_cpu(server.pid())?.saturating_sub(cpu) / n.max(1) as u32;
     f.rss_after_throughput = tree_rss_kib(server.pid())?;
 
     // The 2,000-tool catalog: add the server and a connection, list its tools, then RSS.
@@ -711,6 +749,8 @@ fn combine(runs: Vec<Figures>) -> Figures {
         rss_after_throughput: scalar(|f| f.rss_after_throughput),
         tput8: rate(|f| f.tput8),
         tput64: rate(|f| f.tput64),
+        cpu8: median(runs.iter().map(|f| f.cpu8).collect()),
+        cpu64: median(runs.iter().map(|f| f.cpu64).collect()),
         catalog_load: median(runs.iter().map(|f| f.catalog_load).collect()),
         catalog_tools: runs.iter().map(|f| f.catalog_tools).min().unwrap_or(0),
         catalog_last_call: runs.iter().all(|f| f.catalog_last_call),
@@ -1017,9 +1057,9 @@ async fn run() -> anyhow::Result<()> {
             seq_ours.as_secs_f64() / local_seq_p50.as_secs_f64()
         ),
     );
-    for (level, a, b) in [
-        (8, mine.tput8, theirs.tput8),
-        (64, mine.tput64, theirs.tput64),
+    for (level, a, b, cpu_a, cpu_b) in [
+        (8, mine.tput8, theirs.tput8, mine.cpu8, theirs.cpu8),
+        (64, mine.tput64, theirs.tput64, mine.cpu64, theirs.cpu64),
     ] {
         row(
             format!("throughput of `return 1`, {level} in flight"),
@@ -1030,6 +1070,15 @@ async fn run() -> anyhow::Result<()> {
                 "up to {THROUGHPUT_REQUESTS} executions or {} s, {level} keep-alive connections",
                 THROUGHPUT_CAP.as_secs()
             ),
+        );
+        row(
+            format!("server CPU per execution, {level} in flight"),
+            ms(cpu_a),
+            have.then(|| ms(cpu_b)),
+            have.then(|| ratio(cpu_a.as_secs_f64(), cpu_b.as_secs_f64(), false)),
+            "user + system time of the server's process tree over the run above ÷ executions; \
+             steadier than the rate on a shared machine"
+                .into(),
         );
     }
     row(

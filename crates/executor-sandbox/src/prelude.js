@@ -1,4 +1,4 @@
-(function (hostCall, hostLog, hostEmit, hostClock, seed, timeOrigin) {
+(function (hostCall, hostLog, hostEmit, hostClock, hostSeed, hostTimeOrigin) {
   "use strict";
   const g = globalThis;
   const stringify = JSON.stringify;
@@ -138,10 +138,17 @@
   });
   if (g.performance !== undefined) {
     // QuickJS's own `performance.now` is read-only, so the object is replaced.
-    let origin = timeOrigin;
+    // The origin (and the seed below) are asked of the host at first use: this prelude runs
+    // before the sandbox is bound to its execution.
+    let origin;
+    let originKnown = false;
     const performance = {
       now() {
         const t = clock();
+        if (!originKnown) {
+          origin = hostTimeOrigin();
+          originKnown = true;
+        }
         if (origin !== origin) origin = t;
         return t - origin;
       },
@@ -154,11 +161,16 @@
     });
   }
   // xoshiro128** over four 32-bit words.
-  let s0 = seed[0] | 0, s1 = seed[1] | 0, s2 = seed[2] | 0, s3 = seed[3] | 0;
+  let s0 = 0, s1 = 0, s2 = 0, s3 = 0, seeded = false;
   const rotl = (x, k) => (x << k) | (x >>> (32 - k));
   const imul = Math.imul;
   Object.defineProperty(Math, "random", {
     value: function random() {
+      if (!seeded) {
+        const seed = hostSeed();
+        s0 = seed[0] | 0; s1 = seed[1] | 0; s2 = seed[2] | 0; s3 = seed[3] | 0;
+        seeded = true;
+      }
       const result = imul(rotl(imul(s1, 5), 7), 9) >>> 0;
       const t = s1 << 9;
       s2 ^= s0;

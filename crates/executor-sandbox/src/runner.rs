@@ -13,6 +13,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::prelude::Async;
 use rquickjs::{AsyncContext, AsyncRuntime, Ctx, Function, Module, Value, WriteOptions};
 
+use crate::pool::Spare;
 use crate::prepare::{MAIN_FN, PreparedCode, prepare};
 use crate::{HostCalls, HostReply, RunOptions, RunOutput, SandboxLimits};
 
@@ -235,33 +236,123 @@ fn lock(sink: &SharedSink) -> std::sync::MutexGuard<'_, Sink> {
     sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Runs one execution to completion. Never panics on agent input.
+/// What binds a sandbox to the one execution that runs in it: the sandbox's host functions and
+/// interrupt handler reach the execution only through this. Sandboxes are made before their
+/// execution is known (see [`Sandbox`]), and after the execution the binding is cleared, so a
+/// sandbox freed later holds nothing of it (its host, and through the host its MCP sessions).
+#[derive(Default)]
+struct Binding(Mutex<Option<Arc<Bound>>>);
+
+struct Bound {
+    host: Arc<dyn HostCalls>,
+    budget: Arc<Budget>,
+    sink: SharedSink,
+    seed: [u32; 4],
+    time_origin_ms: f64,
+}
+
+impl Binding {
+    fn get(&self) -> Option<Arc<Bound>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn set(&self, bound: Option<Arc<Bound>>) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = bound;
+    }
+}
+
+/// A fresh QuickJS runtime and context with the prelude run, not yet bound to an execution. Each
+/// serves one execution and is then freed: a sandbox is never reused. Making one and freeing one
+/// are most of a small execution's CPU, so the pool makes the next one, and frees the last one,
+/// while it has nothing else to do (see `pool`).
+pub(crate) struct Sandbox {
+    // Field order is drop order: the context before its runtime.
+    ctx: AsyncContext,
+    _runtime: AsyncRuntime,
+    binding: Arc<Binding>,
+}
+
+impl Sandbox {
+    /// Makes a sandbox with `limits`' memory and stack limits.
+    pub(crate) async fn new(limits: &SandboxLimits) -> Result<Self, String> {
+        let rt = AsyncRuntime::new().map_err(|e| format!("Failed to start QuickJS: {e}"))?;
+        rt.set_memory_limit(limits.memory_bytes).await;
+        rt.set_max_stack_size(limits.stack_bytes).await;
+        let binding = Arc::new(Binding::default());
+        let interrupt = binding.clone();
+        rt.set_interrupt_handler(Some(Box::new(move || {
+            interrupt
+                .get()
+                .is_some_and(|bound| bound.budget.should_interrupt())
+        })))
+        .await;
+        let ctx = AsyncContext::full(&rt)
+            .await
+            .map_err(|e| format!("Failed to create the QuickJS context: {e}"))?;
+        let prelude =
+            prelude_bytecode().map_err(|e| format!("Failed to set up the sandbox: {e}"))?;
+        let host_functions = binding.clone();
+        ctx.with(|ctx| {
+            install_host_functions(&ctx, host_functions)?;
+            run_prelude(&ctx, prelude).map_err(|e| describe_setup_error(&ctx, e))
+        })
+        .await
+        .map_err(|e| format!("Failed to set up the sandbox: {e}"))?;
+        Ok(Self {
+            ctx,
+            _runtime: rt,
+            binding,
+        })
+    }
+}
+
+/// Runs one execution to completion in the spare sandbox, or in one made now. Never
+/// panics on agent input. Returns the sandbox when it can be freed later; one with host calls
+/// still in flight (never awaited by the code) is freed before this returns, since those calls
+/// hold the execution's host.
 pub(crate) async fn execute(
     code: &str,
     host: Arc<dyn HostCalls>,
     limits: &SandboxLimits,
     options: RunOptions,
-) -> RunOutput {
+    spare: &Spare,
+) -> (RunOutput, Option<Sandbox>) {
     let origin = Instant::now();
     if code.len() > HEAVY_CODE_BYTES {
         hand_off_worker();
     }
     let prepared = match prepare(code) {
         Ok(p) => p,
-        Err(message) => return crate::failed(message),
+        Err(message) => return (crate::failed(message), None),
+    };
+    let sandbox = match spare.take_or_make(limits).await {
+        Ok(sandbox) => sandbox,
+        Err(message) => return (crate::failed(message), None),
     };
     let budget = Arc::new(Budget::new(limits, origin));
     let sink: SharedSink = Arc::default();
-
-    let outcome = run_quickjs(
-        &prepared,
+    sandbox.binding.set(Some(Arc::new(Bound {
         host,
-        limits,
-        options,
-        budget.clone(),
-        sink.clone(),
-    )
-    .await;
+        budget: budget.clone(),
+        sink: sink.clone(),
+        seed: seed_state(options.seed),
+        time_origin_ms: options.time_origin_ms.unwrap_or(f64::NAN),
+    })));
+
+    let outcome = run_quickjs(&sandbox, &prepared, limits, budget.clone()).await;
+    sandbox.binding.set(None);
+    let sandbox = if budget.in_flight.load(Ordering::Acquire) == 0 {
+        Some(sandbox)
+    } else {
+        drop(sandbox);
+        None
+    };
     let outcome = match budget.tripped.load(Ordering::Acquire) {
         TRIP_JS => Err(js_time_message(limits)),
         TRIP_WALL => Err(wall_clock_message(limits)),
@@ -273,70 +364,48 @@ pub(crate) async fn execute(
         Ok(result) => (result, None),
         Err(error) => (None, Some(error)),
     };
-    RunOutput {
+    let output = RunOutput {
         result,
         error,
         logs: sink.logs,
         emitted: sink.emitted,
-    }
+    };
+    (output, sandbox)
 }
 
 type Outcome = Result<Option<serde_json::Value>, String>;
 
 async fn run_quickjs(
+    sandbox: &Sandbox,
     prepared: &PreparedCode,
-    host: Arc<dyn HostCalls>,
     limits: &SandboxLimits,
-    options: RunOptions,
     budget: Arc<Budget>,
-    sink: SharedSink,
 ) -> Outcome {
-    let rt = AsyncRuntime::new().map_err(|e| format!("Failed to start QuickJS: {e}"))?;
-    rt.set_memory_limit(limits.memory_bytes).await;
-    rt.set_max_stack_size(limits.stack_bytes).await;
-    let handler_budget = budget.clone();
-    rt.set_interrupt_handler(Some(Box::new(move || handler_budget.should_interrupt())))
-        .await;
-    let ctx = AsyncContext::full(&rt)
-        .await
-        .map_err(|e| format!("Failed to create the QuickJS context: {e}"))?;
     let memory_limit = limits.memory_bytes;
     let poll_budget = budget.clone();
-    let mut execution = Box::pin(ctx.async_with(async move |ctx| {
-        run_in_context(ctx, prepared, host, options, budget, sink, memory_limit).await
-    }));
+    let mut execution =
+        Box::pin(sandbox.ctx.async_with(async move |ctx| {
+            run_in_context(ctx, prepared, budget, memory_limit).await
+        }));
     // Every poll of this future is the JS thread running JS (or polling host futures).
-    let outcome = std::future::poll_fn(|cx| {
+    std::future::poll_fn(|cx| {
         poll_budget.poll_started();
         let poll = execution.as_mut().poll(cx);
         poll_budget.poll_start_ns.store(IDLE, Ordering::Release);
         poll
     })
-    .await;
-    drop(execution);
-    drop(ctx);
-    drop(rt);
-    outcome
+    .await
 }
 
 async fn run_in_context<'js>(
     ctx: Ctx<'js>,
     prepared: &PreparedCode,
-    host: Arc<dyn HostCalls>,
-    options: RunOptions,
     budget: Arc<Budget>,
-    sink: SharedSink,
     memory_limit: usize,
 ) -> Outcome {
     let fail = |ctx: &Ctx<'js>, err: rquickjs::Error| -> String {
         describe_error(ctx, err, prepared, memory_limit)
     };
-    install_host_functions(&ctx, host, options, budget.clone(), sink)
-        .map_err(|e| format!("Failed to set up the sandbox: {e}"))?;
-    let prelude = prelude_bytecode().map_err(|e| format!("Failed to set up the sandbox: {e}"))?;
-    run_prelude(&ctx, prelude)
-        .map_err(|e| format!("Failed to set up the sandbox: {}", fail(&ctx, e)))?;
-
     let value: Value<'js> = ctx
         .eval_with_options(prepared.js(), eval_options(AGENT_FILE))
         .map_err(|e| fail(&ctx, e))?;
@@ -444,54 +513,95 @@ fn eval_options(filename: &str) -> EvalOptions {
     opts
 }
 
-fn install_host_functions<'js>(
-    ctx: &Ctx<'js>,
-    host: Arc<dyn HostCalls>,
-    options: RunOptions,
-    budget: Arc<Budget>,
-    sink: SharedSink,
-) -> rquickjs::Result<()> {
-    let globals = ctx.globals();
+/// The prelude's way into the host. Each function asks the binding for the execution it serves:
+/// a call made while none is bound (a sandbox not yet taken, or one whose execution ended)
+/// reaches nothing.
+fn install_host_functions(ctx: &Ctx<'_>, binding: Arc<Binding>) -> Result<(), String> {
+    let install = || -> rquickjs::Result<()> {
+        let globals = ctx.globals();
 
-    let clock_host = host.clone();
-    let clock = Function::new(ctx.clone(), move || -> f64 { clock_host.clock() })?;
-    globals.set("__executor_clock", clock)?;
-    globals.set("__executor_seed", seed_state(options.seed))?;
-    globals.set(
-        "__executor_time_origin",
-        options.time_origin_ms.unwrap_or(f64::NAN),
-    )?;
+        let clock_binding = binding.clone();
+        let clock = Function::new(ctx.clone(), move || -> f64 {
+            clock_binding
+                .get()
+                .map_or(f64::NAN, |bound| bound.host.clock())
+        })?;
+        globals.set("__executor_clock", clock)?;
 
-    let call = Function::new(
-        ctx.clone(),
-        Async(move |path: String, args: String| {
-            // The dispatch is in flight from the moment JS makes the call.
-            let guard = budget.begin_dispatch();
-            dispatch(host.clone(), guard, path, args)
-        }),
-    )?;
-    globals.set("__executor_call", call)?;
+        let seed_binding = binding.clone();
+        let seed = Function::new(ctx.clone(), move || -> Vec<u32> {
+            seed_binding
+                .get()
+                .map_or_else(|| seed_state(0).to_vec(), |bound| bound.seed.to_vec())
+        })?;
+        globals.set("__executor_seed", seed)?;
 
-    let log_sink = sink.clone();
-    let log = Function::new(ctx.clone(), move |level: String, text: String| {
-        lock(&log_sink).log(&level, &text);
-    })?;
-    globals.set("__executor_log", log)?;
+        let origin_binding = binding.clone();
+        let time_origin = Function::new(ctx.clone(), move || -> f64 {
+            origin_binding
+                .get()
+                .map_or(f64::NAN, |bound| bound.time_origin_ms)
+        })?;
+        globals.set("__executor_time_origin", time_origin)?;
 
-    let emit = Function::new(ctx.clone(), move |json: String| -> bool {
-        lock(&sink).emit(&json)
-    })?;
-    globals.set("__executor_emit", emit)?;
-    Ok(())
+        let call_binding = binding.clone();
+        let call = Function::new(
+            ctx.clone(),
+            Async(move |path: String, args: String| {
+                // The dispatch is in flight from the moment JS makes the call.
+                let started = call_binding
+                    .get()
+                    .map(|bound| (bound.host.clone(), bound.budget.begin_dispatch()));
+                async move {
+                    match started {
+                        Some((host, guard)) => dispatch(host, guard, path, args).await,
+                        None => "eThe execution has ended".to_string(),
+                    }
+                }
+            }),
+        )?;
+        globals.set("__executor_call", call)?;
+
+        let log_binding = binding.clone();
+        let log = Function::new(ctx.clone(), move |level: String, text: String| {
+            if let Some(bound) = log_binding.get() {
+                lock(&bound.sink).log(&level, &text);
+            }
+        })?;
+        globals.set("__executor_log", log)?;
+
+        let emit_binding = binding.clone();
+        let emit = Function::new(ctx.clone(), move |json: String| -> bool {
+            emit_binding
+                .get()
+                .is_some_and(|bound| lock(&bound.sink).emit(&json))
+        })?;
+        globals.set("__executor_emit", emit)?;
+        Ok(())
+    };
+    install().map_err(|e| e.to_string())
+}
+
+/// A failure of the prelude (ours, so never expected), as text.
+fn describe_setup_error(ctx: &Ctx<'_>, err: rquickjs::Error) -> String {
+    match err {
+        rquickjs::Error::Exception => {
+            let exc = ctx.catch();
+            exc.as_exception()
+                .and_then(rquickjs::Exception::message)
+                .unwrap_or_else(|| format!("{exc:?}"))
+        }
+        other => other.to_string(),
+    }
 }
 
 /// The four 32-bit words of the xoshiro128** state for `seed` (never all zero).
-fn seed_state(seed: u64) -> Vec<u32> {
+fn seed_state(seed: u64) -> [u32; 4] {
     let a = crate::splitmix64(seed);
     let b = crate::splitmix64(a);
-    let words = vec![a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32];
+    let words = [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32];
     if words.iter().all(|w| *w == 0) {
-        vec![1, 2, 3, 4]
+        [1, 2, 3, 4]
     } else {
         words
     }

@@ -897,3 +897,63 @@ async fn executions_beyond_the_shared_slots_spill_to_the_pools_threads() {
         "the slot is free once its execution ended"
     );
 }
+
+/// A lone execution leaves a sandbox made for the next one; the next one runs in it, and sees
+/// nothing of the executions before it (each sandbox serves one execution).
+#[tokio::test]
+async fn the_next_execution_runs_in_a_fresh_spare_sandbox() {
+    let pool = SandboxPool::new(limits(), 1, 4);
+    assert!(
+        !pool.has_spare().await,
+        "nothing is made before the first execution"
+    );
+    let first = pool
+        .run(
+            "globalThis.leaked = 1; Object.prototype.polluted = 2; Math.random(); return 1;",
+            Arc::new(TestHost::default()),
+        )
+        .await;
+    assert_eq!(first.error, None);
+    let mut waited = 0;
+    while !pool.has_spare().await {
+        waited += 1;
+        assert!(waited < 500, "no spare sandbox after a lone execution");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let second = pool
+        .run(
+            "return [typeof leaked, typeof ({}).polluted, typeof tools.a.b, typeof Math.random()];",
+            Arc::new(TestHost::default()),
+        )
+        .await;
+    assert_eq!(second.error, None, "{:?}", second.logs);
+    assert_eq!(
+        second.result,
+        Some(json!(["undefined", "undefined", "function", "number"]))
+    );
+}
+
+/// When `run` returns, the sandbox holds nothing of the execution's host (the engine ends the
+/// execution's MCP sessions only once their last holder is gone), whether the sandbox is freed
+/// then or later, and also when a call the code never awaited is still in flight.
+#[tokio::test]
+async fn the_host_is_released_when_the_run_returns() {
+    let pool = SandboxPool::new(limits(), 1, 4);
+    for code in [
+        "return await tools.a.echo({ n: 1 });",
+        "console.log(Date.now(), performance.now()); emit(1); return 2;",
+        "tools.a.sleep({ ms: 5000 }); return 3;",
+    ] {
+        for _ in 0..3 {
+            let host = Arc::new(TestHost::default());
+            let out = pool.run(code, host.clone()).await;
+            assert_eq!(out.error, None, "{code}: {:?}", out.logs);
+            assert_eq!(
+                Arc::strong_count(&host),
+                1,
+                "{code}: the host is still held"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
