@@ -426,8 +426,8 @@ struct Figures {
     rss_after_throughput: u64,
     tput8: f64,
     tput64: f64,
-    /// Server CPU time per execution during the throughput runs (steadier than the rate on a
-    /// shared, noisy machine).
+    /// Server CPU time per execution during the throughput runs: with the rate, tells more work
+    /// from more waiting.
     cpu8: Duration,
     cpu64: Duration,
     catalog_load: Duration,
@@ -1076,8 +1076,7 @@ async fn run() -> anyhow::Result<()> {
             ms(cpu_a),
             have.then(|| ms(cpu_b)),
             have.then(|| ratio(cpu_a.as_secs_f64(), cpu_b.as_secs_f64(), false)),
-            "user + system time of the server's process tree over the run above ÷ executions; \
-             steadier than the rate on a shared machine"
+            "user + system time of the server's process tree over the run above ÷ executions"
                 .into(),
         );
     }
