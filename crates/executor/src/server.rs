@@ -284,7 +284,8 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         DRAIN,
     ));
     // The upstream HTTP clients load the system's root certificates: done once listening, so a
-    // start is not kept waiting for them, and before the first call, which then does not either.
+    // start is not kept waiting for them, and before the first call, which then does not either
+    // (only when an integration exists: an empty server would just hold them, see `warm_up`).
     let warm = opened.engine.clone();
     tokio::spawn(async move { warm.warm_up().await });
     let shown_host = if local.ip().is_loopback() || local.ip().is_unspecified() {
