@@ -21,6 +21,7 @@ mod parse;
 mod patch;
 mod schema;
 mod swagger2;
+mod yaml_depth;
 
 pub use auth::{
     HeaderPreset, OAuth2Preset, Preview, SecuritySchemeSummary, derive_auth_methods,

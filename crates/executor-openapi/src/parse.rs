@@ -101,6 +101,12 @@ fn parse_document(text: &str) -> Result<Value, OpenApiError> {
     } else {
         None
     };
+    let limit = crate::yaml_depth::MAX_FLOW_DEPTH;
+    if let Some(line) = crate::yaml_depth::flow_depth_exceeded(trimmed, limit) {
+        return Err(OpenApiError::Parse(format!(
+            "The document nests `[`/`{{` collections more than {limit} levels deep (line {line}): no OpenAPI spec needs that."
+        )));
+    }
     match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(trimmed) {
         Ok(mut y) => {
             // Merge keys (`<<: *anchor`) are common in hand-written YAML specs.
@@ -608,6 +614,21 @@ mod tests {
         assert_eq!(percent_decode("/a%2"), "/a%2");
         assert_eq!(percent_decode("%"), "%");
         assert_eq!(percent_decode("%zz"), "%zz");
+    }
+
+    #[test]
+    fn a_flow_nesting_bomb_is_refused_before_the_yaml_parser() {
+        // 140,000 `[` kept libyaml busy for 26 s (quadratic in flow depth) before its recursion
+        // limit refused them; also as invalid JSON, which falls back to YAML.
+        for bomb in [
+            format!("openapi: 3.0.0\npaths: {}", "[".repeat(140_000)),
+            format!("{{\"openapi\": {}", "[".repeat(140_000)),
+        ] {
+            let started = std::time::Instant::now();
+            let e = parse_spec(&bomb).unwrap_err();
+            assert!(e.to_string().contains("levels deep (line"), "{e}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        }
     }
 
     #[test]
