@@ -49,17 +49,28 @@ impl PreparedCode {
     }
 }
 
-/// Largest accepted submission. oxc's parser and transformer recurse, so pathological nesting could
-/// overflow the native stack; with this cap, the `executor-js` threads' 256 MiB stacks are ample.
+/// Largest accepted submission.
 pub(crate) const MAX_CODE_BYTES: usize = 256 * 1024;
+
+/// Native stack oxc may need per byte of code. Its parser, semantic pass, transformer and codegen
+/// recurse once per level of nesting, and code nests at most one level per byte: measured on a
+/// release build, the worst construct (`(` or `[` left open) needs about 1.3 KiB a level (178,000
+/// open `[` overflowed the 256 MiB stack of an `executor-io` thread); this leaves twice that.
+const STACK_PER_CODE_BYTE: usize = 3 * 1024;
+
+/// Runs `work` (oxc's stages over `len` bytes of code) where the stack can hold their deepest
+/// recursion: on this thread when enough of its stack is left, else on a stack allocated for the
+/// call (virtual memory, committed only as far as the recursion reaches, and freed after), so no
+/// nesting within the size cap can overflow a thread.
+fn on_a_deep_enough_stack<R>(len: usize, work: impl FnOnce() -> R) -> R {
+    let needed = len.saturating_mul(STACK_PER_CODE_BYTE) + 1024 * 1024;
+    stacker::maybe_grow(needed, needed, work)
+}
 
 /// Recovers the agent's program from `code` (§4.1) and strips TypeScript.
 ///
-/// Errors are `SyntaxError: <message> (line L, column C)` with positions in `code`.
-///
-/// Recursion depth follows the code's nesting: code up to the size cap (256 KiB) can need far
-/// more than a default 2 MiB thread stack when nested thousands of levels deep, so run this on a
-/// thread with a large stack when the input is untrusted (the pool's threads have 256 MiB).
+/// Errors are `SyntaxError: <message> (line L, column C)` with positions in `code`. Safe on any
+/// thread: deeply nested code is parsed on a stack sized for it.
 pub fn prepare(code: &str) -> Result<PreparedCode, String> {
     if code.len() > MAX_CODE_BYTES {
         return Err(format!(
@@ -68,6 +79,12 @@ pub fn prepare(code: &str) -> Result<PreparedCode, String> {
             MAX_CODE_BYTES / 1024
         ));
     }
+    // Recovery parses too: the whole pipeline runs where the stack suffices.
+    on_a_deep_enough_stack(code.len(), || prepare_sized(code))
+}
+
+/// [`prepare`] of code under the size cap, on a stack that holds its nesting.
+fn prepare_sized(code: &str) -> Result<PreparedCode, String> {
     let (body_start, body_end) = extract_fenced(code).unwrap_or((0, code.len()));
     let body = &code[body_start..body_end];
     let edit = recover(body);
@@ -546,6 +563,32 @@ mod tests {
     fn oversized_code_is_rejected() {
         let code = format!("return 1;{}", " ".repeat(MAX_CODE_BYTES));
         assert!(prepare(&code).unwrap_err().starts_with("Code is too large"));
+    }
+
+    /// Nesting up to the size cap is an error value on any thread, not a stack overflow that
+    /// aborts the process (issue #17: 178,000 open `[` killed the server).
+    #[test]
+    fn deep_nesting_is_an_error_on_a_small_stack() {
+        let bombs = [
+            format!("return {}", "[".repeat(178_000)),
+            format!("return {}", "(".repeat(255_000)),
+            format!("return {}1{}", "[".repeat(120_000), "]".repeat(120_000)),
+            format!("return {}", "{a:".repeat(85_000)),
+            format!("return {}", "a=>".repeat(85_000)),
+            format!("let x: {}", "A<".repeat(128_000)),
+            format!("return {}1", "!".repeat(250_000)),
+        ];
+        for code in bombs {
+            let outcome = std::thread::Builder::new()
+                .stack_size(2 * 1024 * 1024)
+                .spawn(move || prepare(&code).map(|p| p.js().len()))
+                .unwrap()
+                .join()
+                .expect("prepare did not return");
+            if let Err(e) = outcome {
+                assert!(e.starts_with("SyntaxError"), "{e}");
+            }
+        }
     }
 
     #[test]
