@@ -112,7 +112,10 @@ impl HostCalls for ExecutionHost {
                 return crate::journal::call(inner, ctx, path, args).await;
             }
             let io = inner.io.clone();
-            match io.spawn(crate::journal::call(inner, ctx, path, args)).await {
+            // Aborted when the execution is dropped (cancelled): the call's upstream request
+            // goes with it.
+            let mut call = AbortOnDrop(io.spawn(crate::journal::call(inner, ctx, path, args)));
+            match (&mut call.0).await {
                 Ok(reply) => reply,
                 Err(join_error) => HostReply::Reject(internal_tool_error(&join_error.to_string())),
             }
@@ -121,6 +124,14 @@ impl HostCalls for ExecutionHost {
 
     fn clock(&self) -> f64 {
         self.ctx.journal.clock()
+    }
+}
+
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

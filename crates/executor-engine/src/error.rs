@@ -77,6 +77,13 @@ pub enum EngineError {
     /// No pending OAuth session with this state (never started, used, cancelled or expired).
     #[error("OAuth session not found or expired")]
     OAuthSessionNotFound { state: String },
+    /// Every execution slot is taken and the queue is full, or the wait for a slot ran out.
+    #[error("the server is busy: {running} executions are running and {waiting} waiting")]
+    Busy {
+        running: usize,
+        waiting: usize,
+        retry_after_secs: u64,
+    },
     /// A defect or storage failure. The message is for logs only, never for callers.
     #[error("internal error: {0}")]
     Internal(String),

@@ -254,21 +254,100 @@ impl Drop for ResumingGuard<'_> {
     }
 }
 
+/// Admission of new executions: as many run as the sandbox pool has slots; a bounded number wait
+/// for one, each for a bounded time, and the rest are turned away at once
+/// ([`EngineError::Busy`], HTTP 503 with `Retry-After`) rather than queue without end.
+pub(crate) struct Admission {
+    slots: Arc<tokio::sync::Semaphore>,
+    running_limit: usize,
+    waiting: std::sync::atomic::AtomicUsize,
+    max_waiting: usize,
+    max_wait: Duration,
+}
+
+impl Admission {
+    pub(crate) fn new(running: usize, max_waiting: usize, max_wait: Duration) -> Self {
+        let running = running.max(1);
+        Self {
+            slots: Arc::new(tokio::sync::Semaphore::new(running)),
+            running_limit: running,
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            max_waiting,
+            max_wait,
+        }
+    }
+
+    async fn admit(&self) -> EngineResult<tokio::sync::OwnedSemaphorePermit> {
+        use std::sync::atomic::Ordering;
+        if let Ok(permit) = self.slots.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
+        let busy = |waiting| EngineError::Busy {
+            running: self.running_limit,
+            waiting,
+            retry_after_secs: 1,
+        };
+        let waiting = self.waiting.fetch_add(1, Ordering::AcqRel);
+        struct Leave<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let _leave = Leave(&self.waiting);
+        if waiting >= self.max_waiting {
+            return Err(busy(waiting));
+        }
+        match tokio::time::timeout(self.max_wait, self.slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(busy(self.waiting.load(Ordering::Acquire).saturating_sub(1))),
+        }
+    }
+}
+
+/// Aborts an execution whose caller went away (its request future dropped) before it paused or
+/// ended: its sandbox stops, and its upstream requests are dropped with it.
+struct AbortUnlessAnswered(Option<AbortHandle>);
+
+impl Drop for AbortUnlessAnswered {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
 impl Engine {
     /// Runs `code`. `auto_approve` means the caller is the approver: gated calls run inline.
+    ///
+    /// Dropping the returned future before it answers cancels the execution (a caller that
+    /// disconnected); once it has paused, the pause lives on for a resume.
     pub async fn execute(
         &self,
         code: String,
         auto_approve: bool,
     ) -> EngineResult<ExecutionOutcome> {
+        let admitted = self.inner.admission.admit().await?;
         let id = format!("exec_{}", uuid::Uuid::now_v7());
         let journal = Journal::fresh(id, code, auto_approve);
-        let live = self.start(journal);
-        self.next_event(live).await
+        let live = self.start_admitted(journal, Some(admitted));
+        let mut guard = AbortUnlessAnswered(Some(live.task.clone()));
+        let outcome = self.next_event(live).await;
+        guard.0 = None;
+        outcome
     }
 
     /// Starts the journal's code on the sandbox pool.
     fn start(&self, journal: Arc<Journal>) -> Live {
+        self.start_admitted(journal, None)
+    }
+
+    /// [`Self::start`], holding `admitted` (an admission slot) until the run ends.
+    fn start_admitted(
+        &self,
+        journal: Arc<Journal>,
+        admitted: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Live {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let ctx = Arc::new(ExecutionCtx::new(
             self.inner.mcp.scope(),
@@ -289,6 +368,7 @@ impl Engine {
         let inner = self.inner.clone();
         let task_journal = journal.clone();
         let task = self.inner.io.spawn(async move {
+            let _admitted = admitted;
             let journal = task_journal;
             let output = inner
                 .sandbox

@@ -444,6 +444,18 @@ impl Journal {
                     };
                     return (seq, plan, None);
                 }
+                if let Some(omitted) = call.outcome.as_ref().and_then(|o| o.get("omitted")) {
+                    // Sending the call again could repeat its effect; answering anything else
+                    // would be a different result. The execution cannot go on.
+                    let bytes = omitted.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+                    return (
+                        seq,
+                        Plan::Refused(format!(
+                            "The execution could not be resumed after a restart: call #{seq} (tools.{path}) answered {bytes} bytes, more than the journal keeps ({MAX_JOURNALED_REPLY_BYTES} bytes), so it cannot be replayed. Run the code again instead."
+                        )),
+                        None,
+                    );
+                }
                 if let Some(reply) = call.outcome.as_ref().and_then(reply_from_json) {
                     return (seq, Plan::Replayed(reply), None);
                 }
@@ -482,7 +494,7 @@ impl Journal {
         let mut st = lock(&self.state);
         let persisted = st.persisted;
         let call = st.calls.get_mut(&seq)?;
-        call.outcome = Some(reply_to_json(reply));
+        call.outcome = Some(journaled_reply(reply));
         call.duration_ms = Some(i64::try_from(took.as_millis()).unwrap_or(i64::MAX));
         persisted.then(|| call.clone())
     }
@@ -715,6 +727,30 @@ impl Drop for Ended {
 /// The message of a call that was declined or cancelled (the dispatcher's wording).
 fn declined(path: &str, how: &str) -> String {
     format!("Tool \"{path}\" requires approval but the request was {how} by the user.")
+}
+
+/// The most of one call's reply the journal keeps (it is stored for the history's retention).
+pub(crate) const MAX_JOURNALED_REPLY_BYTES: usize = 1024 * 1024;
+
+/// The reply as the journal keeps it: whole, or past [`MAX_JOURNALED_REPLY_BYTES`] only its size
+/// and digest (`{omitted: {bytes, sha256}}`), which a replay refuses rather than guess.
+fn journaled_reply(reply: &HostReply) -> Value {
+    let bytes = match reply {
+        HostReply::Resolve(value) => crate::call_limits::json_size(value),
+        HostReply::Reject(message) => message.len(),
+    };
+    if bytes <= MAX_JOURNALED_REPLY_BYTES {
+        return reply_to_json(reply);
+    }
+    let mut hasher = Sha256::new();
+    match reply {
+        HostReply::Resolve(value) => {
+            let _ = serde_json::to_writer(&mut hasher, value);
+        }
+        HostReply::Reject(message) => hasher.update(message.as_bytes()),
+    }
+    let digest = hex::encode(hasher.finalize());
+    json!({ "omitted": { "bytes": bytes, "sha256": digest } })
 }
 
 /// `{resolve: value}` | `{reject: message}`.
@@ -1021,6 +1057,34 @@ mod tests {
         assert_eq!(seq, 4);
         assert_eq!(write.map(|w| w.seq), Some(4));
         assert!(j.finish_output(RunOutput::default()).error.is_none());
+    }
+
+    /// A huge answer is not kept whole (30 of 50 MB made `data.db` 1.48 GB); a replay that
+    /// reaches it refuses to go on rather than send the call again or answer differently.
+    #[test]
+    fn a_reply_over_the_journal_cap_is_kept_as_a_digest_and_not_replayed() {
+        let j = Journal::fresh("exec_cap".into(), "return 1".into(), false);
+        let (small, _, _) = j.issue("a.small", &json!({}));
+        j.complete(small, &HostReply::Resolve(json!("ok")), Duration::ZERO);
+        let (big, _, _) = j.issue("a.big", &json!({}));
+        let huge = json!({"data": "x".repeat(MAX_JOURNALED_REPLY_BYTES)});
+        j.complete(big, &HostReply::Resolve(huge.clone()), Duration::ZERO);
+        let calls: Vec<ExecutionCallRecord> = lock(&j.state).calls.values().cloned().collect();
+        assert_eq!(calls[0].outcome, Some(json!({"resolve": "ok"})));
+        let omitted = &calls[1].outcome.as_ref().unwrap()["omitted"];
+        assert_eq!(omitted["bytes"], crate::call_limits::json_size(&huge));
+        assert_eq!(omitted["sha256"].as_str().unwrap().len(), 64);
+
+        let rec = ExecutionRecord {
+            status: ExecutionStatus::Paused,
+            pending: Some(json!({"seq": 2, "kind": "approval"})),
+            ..j.row(&lock(&j.state))
+        };
+        let restored = Journal::restored(rec, calls, ResumeAction::Accept, None);
+        let (_, plan, _) = restored.issue("a.small", &json!({}));
+        assert!(matches!(plan, Plan::Replayed(_)));
+        let (_, plan, _) = restored.issue("a.big", &json!({}));
+        assert!(matches!(plan, Plan::Refused(ref m) if m.contains("cannot be replayed")));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use executor_core::auth::AuthMethod;
-use executor_core::{ToolAddress, ToolError};
+use executor_core::{ToolAddress, ToolError, ToolOutcome};
 use executor_sandbox::HostReply;
 use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde_json::{Map, Value};
@@ -139,17 +139,35 @@ impl Connected {
         tool: &ToolRecord,
         args: Value,
     ) -> HostReply {
-        match self {
+        let limits = &inner.call_limits;
+        let integration = address.integration.as_str();
+        let _slot = match limits.slot(integration).await {
+            Ok(slot) => slot,
+            Err(busy) => return HostReply::Resolve(ToolOutcome::Err(busy).to_json()),
+        };
+        let timeout = limits.config.call_timeout;
+        let timed_out =
+            || HostReply::Resolve(ToolOutcome::Err(limits.timed_out(integration)).to_json());
+        let reply = match self {
+            // The MCP client runs the same timeout, paused while a person answers one of the
+            // call's elicitations.
             Connected::Mcp(target) => {
                 mcp_plugin::call(inner, ctx, target, address, tool, args).await
             }
             Connected::OpenApi(c) => {
-                HostReply::Resolve(c.invoke(inner, tool, args).await.to_json())
+                match tokio::time::timeout(timeout, c.invoke(inner, tool, args)).await {
+                    Ok(outcome) => HostReply::Resolve(outcome.to_json()),
+                    Err(_) => timed_out(),
+                }
             }
             Connected::Graphql(c) => {
-                HostReply::Resolve(c.invoke(inner, tool, args).await.to_json())
+                match tokio::time::timeout(timeout, c.invoke(inner, tool, args)).await {
+                    Ok(outcome) => HostReply::Resolve(outcome.to_json()),
+                    Err(_) => timed_out(),
+                }
             }
-        }
+        };
+        limits.cap_output(reply)
     }
 }
 

@@ -3,6 +3,7 @@
 //! `executor-server` turns what it returns into HTTP/MCP JSON.
 
 mod builtins;
+mod call_limits;
 mod catalog;
 mod credentials;
 mod dispatch;
@@ -30,6 +31,10 @@ use executor_sandbox::{SandboxLimits, SandboxPool};
 use executor_store::{Scope, Store};
 
 pub use builtins::STATIC_TOOL_CONNECTION;
+pub use call_limits::{
+    CallLimitsConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_CALLS_PER_INTEGRATION,
+    DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_SLOT_WAIT,
+};
 pub use catalog::{
     BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, InputOrigin, IntegrationView,
     ToolListFilter, ToolSchema,
@@ -65,7 +70,14 @@ pub struct EngineConfig {
     pub js_threads: JsThreads,
     /// Executions that may run at once; more wait for a slot.
     pub max_concurrent_executions: usize,
+    /// Executions that may wait for a slot; more are turned away (`EngineError::Busy`).
+    pub max_queued_executions: usize,
+    /// How long an execution waits for a slot before it is turned away.
+    pub queue_wait: Duration,
+    /// Its `call_timeout` is replaced by [`Self::calls`]' call timeout.
     pub mcp: McpClientConfig,
+    /// Time, integration share and answer size of each tool call.
+    pub calls: CallLimitsConfig,
     /// How long a paused execution waits for a decision before it expires (default 24 h).
     pub pause_ttl: Duration,
     /// How long settled executions stay in the history (default 7 days).
@@ -117,7 +129,10 @@ impl EngineConfig {
                     .max(2),
             ),
             max_concurrent_executions: 256,
+            max_queued_executions: 1024,
+            queue_wait: Duration::from_secs(30),
             mcp: McpClientConfig::default(),
+            calls: CallLimitsConfig::default(),
             pause_ttl: DEFAULT_PAUSE_TTL,
             history_retention: DEFAULT_HISTORY_RETENTION,
             providers: ProvidersConfig::default(),
@@ -139,6 +154,7 @@ pub(crate) struct Inner {
     pub(crate) providers: providers::Providers,
     pub(crate) sandbox: SandboxPool,
     pub(crate) mcp: McpClient,
+    pub(crate) call_limits: call_limits::CallLimits,
     /// Pooled HTTP client for OpenAPI and GraphQL upstreams (keep-alive across executions).
     /// Built on first use or by [`Engine::warm_up`]; see [`Inner::http`].
     http: std::sync::OnceLock<reqwest::Client>,
@@ -146,6 +162,7 @@ pub(crate) struct Inner {
     /// The async runtime that owns IO; host calls made from the JS threads are spawned here.
     pub(crate) io: tokio::runtime::Handle,
     pub(crate) executions: execution::Registry,
+    pub(crate) admission: execution::Admission,
     pub(crate) pause_ttl: Duration,
     pub(crate) history_retention: Duration,
     /// Writes executions that never paused, in batches.
@@ -187,7 +204,12 @@ fn upstream_http_client() -> reqwest::Client {
 impl Engine {
     /// Must be called from within the tokio runtime that will serve IO.
     pub fn new(store: Arc<dyn Store>, scope: Scope, config: EngineConfig) -> Self {
-        let mcp = McpClient::new(config.mcp.clone());
+        // One call timeout for every kind; the MCP client's also pauses while a person answers
+        // an elicitation of the call.
+        let mcp = McpClient::new(McpClientConfig {
+            call_timeout: config.calls.call_timeout,
+            ..config.mcp.clone()
+        });
         let io = tokio::runtime::Handle::current();
         let history = history::HistoryWriter::spawn(&io, store.clone(), scope.clone());
         let providers = providers::Providers::new(store.clone(), scope.clone(), &config.providers);
@@ -213,10 +235,16 @@ impl Engine {
                 ),
             },
             mcp,
+            call_limits: call_limits::CallLimits::new(config.calls.clone()),
             http: std::sync::OnceLock::new(),
             documents: kinds::Documents::default(),
             io,
             executions: execution::Registry::default(),
+            admission: execution::Admission::new(
+                config.max_concurrent_executions,
+                config.max_queued_executions,
+                config.queue_wait,
+            ),
             pause_ttl: config.pause_ttl,
             history_retention: config.history_retention,
             history,

@@ -1011,6 +1011,9 @@ pub(crate) async fn call(
         .await;
     let outcome = match result {
         Ok(result) => executor_mcp::call_result_to_outcome(&tool.name, result),
+        Err(McpError::Timeout { stage: "call" }) => {
+            ToolOutcome::Err(inner.call_limits.timed_out(&address.integration))
+        }
         Err(e) => match call_error_outcome(&tool.name, &address.integration, &e) {
             Some(outcome) => outcome,
             None => return HostReply::Reject(internal_tool_error(&e.to_string())),

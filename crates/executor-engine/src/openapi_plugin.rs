@@ -182,7 +182,10 @@ pub(crate) async fn connect(
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
         };
-    Ok(Ok(connected_with(config, credentials.rendered)))
+    let mut connected = connected_with(config, credentials.rendered);
+    // A body past the tool output cap could never reach the code: stop reading it there.
+    connected.call.max_body_bytes = inner.call_limits.config.max_output_bytes;
+    Ok(Ok(connected))
 }
 
 /// Call settings from the config and rendered credentials: static integration values first,

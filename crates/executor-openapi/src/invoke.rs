@@ -143,7 +143,7 @@ pub struct CallConfig {
     pub stream_max_bytes: usize,
     /// …or for this long, whichever comes first.
     pub stream_max_duration: Duration,
-    /// Larger non-streamed bodies fail with `upstream_response_too_large`.
+    /// Larger non-streamed bodies fail with `tool_output_too_large` (`details: {bytes, limit}`).
     pub max_body_bytes: usize,
 }
 
@@ -1071,6 +1071,22 @@ async fn read_body(
     strict: bool,
 ) -> Result<Read, ToolError> {
     let deadline = tokio::time::Instant::now() + budget;
+    // Read before the body: reqwest's hint shrinks as the body is read.
+    let declared = resp.content_length().and_then(|n| usize::try_from(n).ok());
+    let too_large = |bytes: usize| {
+        ToolError::new(
+            "tool_output_too_large",
+            format!(
+                "The API's response is larger than {max} bytes (the tool output limit). Ask for less (a page, a filter, fewer fields)."
+            ),
+        )
+        .with_retryable(false)
+        .with_details(serde_json::json!({"bytes": bytes, "limit": max}))
+    };
+    if strict && let Some(bytes) = declared.filter(|&n| n > max) {
+        // Refused before a byte of it is buffered.
+        return Err(too_large(bytes));
+    }
     let mut buf: Vec<u8> = Vec::new();
     loop {
         match tokio::time::timeout_at(deadline, resp.chunk()).await {
@@ -1090,10 +1106,8 @@ async fn read_body(
             Ok(Ok(Some(chunk))) => {
                 if buf.len() + chunk.len() > max {
                     if strict {
-                        return Err(ToolError::new(
-                            "upstream_response_too_large",
-                            format!("The API's response is larger than {max} bytes."),
-                        ));
+                        // The same error value as an answer over the engine's output cap.
+                        return Err(too_large(declared.unwrap_or(buf.len() + chunk.len())));
                     }
                     let room = max - buf.len();
                     buf.extend_from_slice(&chunk[..room]);

@@ -157,6 +157,18 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::NOT_FOUND,
             json!({"_tag": "OAuthSessionNotFoundError", "message": "No pending OAuth flow has this state (unknown, already used, cancelled or expired)."}),
         ),
+        E::Busy {
+            running,
+            waiting,
+            retry_after_secs,
+        } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({
+                "_tag": "ServerBusyError",
+                "message": format!("The server is busy ({running} executions running, {waiting} waiting for a slot). Try again in {retry_after_secs} s."),
+                "retryAfterSeconds": retry_after_secs,
+            }),
+        ),
         E::Internal(cause) => internal(&cause),
     }
 }
@@ -174,6 +186,12 @@ pub(crate) fn internal(cause: &str) -> (StatusCode, Value) {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, body) = self.parts();
-        (status, axum::Json(body)).into_response()
+        let mut response = (status, axum::Json(&body)).into_response();
+        if let Some(secs) = body.get("retryAfterSeconds").and_then(Value::as_u64) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }

@@ -31,6 +31,37 @@ enum Command {
     Mcp(McpFlags),
 }
 
+/// Limits of every tool call, shared by `web`, `daemon run` and `mcp`.
+#[derive(Args, Clone)]
+struct CallFlags {
+    /// How long one tool call may wait for its upstream (a duration like 30s, 2m); time a person
+    /// spends answering the call's elicitations does not count.
+    #[arg(long, env = "EXECUTOR_CALL_TIMEOUT", default_value = "120s")]
+    call_timeout: String,
+    /// Largest tool answer handed to the code, in MiB; larger ones are a
+    /// `tool_output_too_large` error value.
+    #[arg(long, env = "EXECUTOR_MAX_TOOL_OUTPUT_MIB", default_value_t = 16)]
+    max_tool_output_mib: usize,
+}
+
+impl CallFlags {
+    fn limits(&self) -> anyhow::Result<executor_engine::CallLimitsConfig> {
+        let call_timeout = parse_duration(&self.call_timeout)
+            .with_context(|| format!("invalid call timeout {:?}", self.call_timeout))?;
+        if call_timeout < Duration::from_millis(100) {
+            bail!("the call timeout must be at least 100ms");
+        }
+        if self.max_tool_output_mib == 0 || self.max_tool_output_mib > 1024 {
+            bail!("--max-tool-output-mib must be between 1 and 1024");
+        }
+        Ok(executor_engine::CallLimitsConfig {
+            call_timeout,
+            max_output_bytes: self.max_tool_output_mib * 1024 * 1024,
+            ..executor_engine::CallLimitsConfig::default()
+        })
+    }
+}
+
 #[derive(Args, Clone)]
 struct McpFlags {
     /// How approvals reach a person: `model` (the agent asks and calls `resume`), `native`
@@ -45,6 +76,8 @@ struct McpFlags {
     /// a duration like 30m, 24h.
     #[arg(long, env = "EXECUTOR_PAUSE_TTL", default_value = "24h")]
     pause_ttl: String,
+    #[command(flatten)]
+    calls: CallFlags,
 }
 
 /// Validated settings of `executor mcp`.
@@ -54,6 +87,7 @@ pub(crate) struct McpSettings {
     pub(crate) execution_timeout: Duration,
     pub(crate) pause_ttl: Duration,
     pub(crate) elicitation_mode: executor_server::mcp::ElicitationMode,
+    pub(crate) calls: executor_engine::CallLimitsConfig,
 }
 
 impl McpFlags {
@@ -71,6 +105,7 @@ impl McpFlags {
             execution_timeout: execution_timeout(&self.execution_timeout)?,
             pause_ttl: pause_ttl(&self.pause_ttl)?,
             elicitation_mode,
+            calls: self.calls.limits()?,
         })
     }
 }
@@ -103,6 +138,8 @@ struct ServeFlags {
     /// Requests with any other Host or browser Origin get 403 (DNS-rebinding protection).
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
+    #[command(flatten)]
+    calls: CallFlags,
 }
 
 /// Everything the server needs, validated.
@@ -113,6 +150,7 @@ pub(crate) struct Settings {
     pub(crate) execution_timeout: Duration,
     pub(crate) pause_ttl: Duration,
     pub(crate) allowed_hosts: Vec<String>,
+    pub(crate) calls: executor_engine::CallLimitsConfig,
 }
 
 impl ServeFlags {
@@ -130,6 +168,7 @@ impl ServeFlags {
             execution_timeout: execution_timeout(&self.execution_timeout)?,
             pause_ttl: pause_ttl(&self.pause_ttl)?,
             allowed_hosts: self.allowed_hosts.clone(),
+            calls: self.calls.limits()?,
         })
     }
 }

@@ -38,6 +38,7 @@ async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
         &settings.scope_dir,
         settings.execution_timeout,
         settings.pause_ttl,
+        settings.calls.clone(),
     )
     .await
     {

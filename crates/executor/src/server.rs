@@ -91,6 +91,7 @@ pub(crate) async fn open_engine(
     scope_dir: &Path,
     execution_timeout: Duration,
     pause_ttl: Duration,
+    calls: executor_engine::CallLimitsConfig,
 ) -> Result<Opened, OpenError> {
     let store = match SqliteStore::open(data_dir).await {
         Ok(store) => Arc::new(store),
@@ -107,6 +108,7 @@ pub(crate) async fn open_engine(
         local_scope(scope_dir),
         EngineConfig {
             pause_ttl,
+            calls,
             // `file` reads $EXECUTOR_DATA_DIR/auth.json (or the XDG data home); `keychain` is
             // tried in builds with the `keychain` feature.
             providers: ProvidersConfig {
@@ -245,6 +247,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         &settings.scope_dir,
         settings.execution_timeout,
         settings.pause_ttl,
+        settings.calls.clone(),
     )
     .await
     {
@@ -374,7 +377,11 @@ pub(crate) fn spawn_background(settings: Settings) -> anyhow::Result<ExitCode> {
         .arg("--execution-timeout")
         .arg(format!("{}ms", settings.execution_timeout.as_millis()))
         .arg("--pause-ttl")
-        .arg(format!("{}ms", settings.pause_ttl.as_millis()));
+        .arg(format!("{}ms", settings.pause_ttl.as_millis()))
+        .arg("--call-timeout")
+        .arg(format!("{}ms", settings.calls.call_timeout.as_millis()))
+        .arg("--max-tool-output-mib")
+        .arg((settings.calls.max_output_bytes / (1024 * 1024)).to_string());
     for allowed in &settings.allowed_hosts {
         command.arg("--allowed-host").arg(allowed);
     }

@@ -202,7 +202,15 @@ impl ExecutorMcp {
                 json!({"status": "error", "error": message}),
             );
         }
-        let outcome = self.engine.execute(code.to_owned(), false).await;
+        // A client that cancels the request (`notifications/cancelled`) or closes the session
+        // cancels the execution: dropping it stops its sandbox and its upstream requests.
+        let outcome = tokio::select! {
+            outcome = self.engine.execute(code.to_owned(), false) => outcome,
+            () = context.ct.cancelled() => {
+                let message = "The request was cancelled by the client.";
+                return error_result(format!("Error: {message}"), json!({"status": "error", "error": message}));
+            }
+        };
         self.present(outcome, context).await
     }
 

@@ -37,6 +37,10 @@ pub struct Options {
     pub auth_token: Option<String>,
     /// The `file` credential provider's JSON file; `<data dir>/auth.json` when `None`.
     pub auth_file: Option<std::path::PathBuf>,
+    /// Tool call limits; the engine's defaults when `None`.
+    pub calls: Option<executor_engine::CallLimitsConfig>,
+    /// `(running, waiting, wait)` admission of executions; the defaults when `None`.
+    pub admission: Option<(usize, usize, Duration)>,
 }
 
 impl Default for Options {
@@ -47,6 +51,8 @@ impl Default for Options {
             dir: None,
             auth_token: None,
             auth_file: None,
+            calls: None,
+            admission: None,
         }
     }
 }
@@ -92,6 +98,10 @@ impl Harness {
                     }
                     _ => EngineConfig::with_js_timeout(options.js_timeout).js_threads,
                 },
+                calls: options.calls.unwrap_or_default(),
+                max_concurrent_executions: options.admission.map_or(256, |a| a.0),
+                max_queued_executions: options.admission.map_or(1024, |a| a.1),
+                queue_wait: options.admission.map_or(Duration::from_secs(30), |a| a.2),
                 ..EngineConfig::with_js_timeout(options.js_timeout)
             },
         );
