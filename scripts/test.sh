@@ -22,3 +22,5 @@ case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
   npm ci --no-audit --no-fund
   EXECUTOR_BIN="$bin" npm test
 )
+echo "== fuzz (every parser fed user input, a fixed time each)"
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}" ./scripts/fuzz.sh
