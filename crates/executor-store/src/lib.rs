@@ -23,14 +23,14 @@ mod vault;
 pub use executions::{
     ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, ExecutionSummary,
 };
-pub use sqlite::SqliteStore;
+pub use sqlite::{DataDirLock, SqliteStore};
 pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 
 /// Re-exported so callers can name these without depending on `executor-core` directly.
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 

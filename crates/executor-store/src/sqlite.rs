@@ -100,20 +100,36 @@ impl SqliteStore {
     /// Secrets are sealed with [`MasterKey::load`] (`EXECUTOR_SECRET_KEY`, else
     /// `<data_dir>/secret.key`).
     pub async fn open(data_dir: &Path) -> Result<SqliteStore> {
-        std::fs::create_dir_all(data_dir)?;
-        let lock = OwnerLock::acquire(data_dir)?;
-        let key = MasterKey::load(data_dir)?;
-        Self::open_locked(data_dir, lock, key).await
+        let lock = Self::lock_data_dir(data_dir)?;
+        Self::open_with_lock(data_dir, lock).await
     }
 
     /// [`SqliteStore::open`] with a given master key.
     pub async fn open_with_key(data_dir: &Path, key: MasterKey) -> Result<SqliteStore> {
-        std::fs::create_dir_all(data_dir)?;
-        let lock = OwnerLock::acquire(data_dir)?;
-        Self::open_locked(data_dir, lock, key).await
+        let lock = Self::lock_data_dir(data_dir)?;
+        Self::open_locked(data_dir, lock.0, key).await
+    }
+
+    /// The first half of [`SqliteStore::open`]: creates `data_dir` (0700; an existing one with
+    /// looser permissions is tightened) and takes its owner lock, touching no database, so a
+    /// caller can check what else it needs (a port) before migrations run.
+    pub fn lock_data_dir(data_dir: &Path) -> Result<DataDirLock> {
+        prepare_data_dir(data_dir)?;
+        Ok(DataDirLock(OwnerLock::acquire(data_dir)?))
+    }
+
+    /// The second half of [`SqliteStore::open`]: the master key, the database and migrations.
+    pub async fn open_with_lock(data_dir: &Path, lock: DataDirLock) -> Result<SqliteStore> {
+        let key = MasterKey::load(data_dir)?;
+        Self::open_locked(data_dir, lock.0, key).await
     }
 
     async fn open_locked(data_dir: &Path, lock: OwnerLock, key: MasterKey) -> Result<SqliteStore> {
+        // SQLite gives the `-wal` and `-shm` files the main file's mode, whatever the umask.
+        private_file(&data_dir.join(DB_FILE))?;
+        for suffix in ["-wal", "-shm"] {
+            tighten_file(&data_dir.join(format!("{DB_FILE}{suffix}")))?;
+        }
         let options = SqliteConnectOptions::new()
             .filename(data_dir.join(DB_FILE))
             .create_if_missing(true)
@@ -178,6 +194,69 @@ impl SqliteStore {
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
     }
+}
+
+/// The owner lock of a data directory, taken by [`SqliteStore::lock_data_dir`] and handed to
+/// [`SqliteStore::open_with_lock`]; dropping it releases the directory.
+#[derive(Debug)]
+pub struct DataDirLock(OwnerLock);
+
+/// Credentials and tool data live here: the directory is the owner's alone (0700). One made by
+/// an older build (0755) is tightened, with a log line.
+fn prepare_data_dir(data_dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(data_dir)?;
+        let mode = std::fs::metadata(data_dir)?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))?;
+            tracing::info!(
+                path = %data_dir.display(),
+                from = format_args!("{mode:o}"),
+                "tightened the data directory to mode 700"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(data_dir)?;
+    Ok(())
+}
+
+/// Creates `path` empty with mode 0600 when missing, else tightens it to 0600.
+pub(crate) fn private_file(path: &Path) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options.open(path)?;
+    tighten_file(path)
+}
+
+/// Takes group and other permissions off an existing file (a missing one is fine).
+pub(crate) fn tighten_file(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = match std::fs::metadata(path) {
+            Ok(meta) => meta.permissions().mode() & 0o777,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            tracing::info!(path = %path.display(), from = format_args!("{mode:o}"), "tightened to mode 600");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// Schema-version guard, then migrations, then stamp the version.
