@@ -32,7 +32,7 @@ use executor_store::{Scope, Store};
 pub use builtins::STATIC_TOOL_CONNECTION;
 pub use catalog::{
     BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, InputOrigin, IntegrationView,
-    ToolListFilter, ToolSchema,
+    MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, ToolListFilter, ToolSchema,
 };
 pub use error::{EngineError, EngineResult};
 pub use execution::{ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ResumeAction};

@@ -516,6 +516,7 @@ impl Engine {
                     identity_label: None,
                     description: None,
                     origin: CredentialOrigin::Values(input.env),
+                    replace: false,
                 })
                 .await;
             if let Err(e) = created {

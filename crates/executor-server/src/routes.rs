@@ -196,6 +196,7 @@ async fn create_connection(
             identity_label: body.identity_label,
             description: body.description,
             origin,
+            replace: body.replace,
         })
         .await?;
     ok(wire::connection(&created))

@@ -253,6 +253,9 @@ pub(crate) struct CreateConnectionBody {
     pub(crate) values: Option<BTreeMap<String, String>>,
     #[serde(default)]
     pub(crate) from: Option<FromBody>,
+    /// Replace a connection of the same (normalised) name instead of answering 409.
+    #[serde(default)]
+    pub(crate) replace: bool,
 }
 
 #[derive(Deserialize)]

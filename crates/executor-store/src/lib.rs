@@ -364,6 +364,17 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
         scope: &Scope,
         rec: &ConnectionRecord,
     ) -> Result<ConnectionRecord>;
+    /// Inserts a new connection marked as pending creation (cleared by [`Store::replace_tools`]
+    /// and [`Store::mark_sync_failed`]); `Err(AlreadyExists)` when `(owner, integration, name)`
+    /// is taken, and then nothing is written.
+    async fn insert_connection(
+        &self,
+        scope: &Scope,
+        rec: &ConnectionRecord,
+    ) -> Result<ConnectionRecord>;
+    /// Deletes the connections still pending creation (with their tools and definitions), in
+    /// every owner and subject of the tenant, and returns them: creates interrupted by a crash.
+    async fn take_pending_connections(&self, scope: &Scope) -> Result<Vec<ConnectionRecord>>;
     /// Outer `None` = unchanged, `Some(None)` = clear. `None` = not found.
     async fn update_connection_meta(
         &self,

@@ -689,6 +689,79 @@ impl Store for SqliteStore {
         connection_from_row(&row)
     }
 
+    async fn insert_connection(
+        &self,
+        scope: &Scope,
+        rec: &ConnectionRecord,
+    ) -> Result<ConnectionRecord> {
+        let subject = write_subject(scope, rec.owner)?;
+        let created = stamp(rec.created_at);
+        let row = sqlx::query(concat!(
+            "INSERT INTO connection (tenant, subject, pending_create, ",
+            connection_cols!(),
+            ") VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ",
+            connection_read_cols!()
+        ))
+        .bind(&scope.tenant)
+        .bind(subject)
+        .bind(rec.owner.as_str())
+        .bind(&rec.integration)
+        .bind(&rec.name)
+        .bind(&rec.template)
+        .bind(&rec.provider)
+        .bind(to_json(&rec.item_ids)?)
+        .bind(&rec.identity_label)
+        .bind(&rec.description)
+        .bind(opt_to_json(rec.last_health.as_ref())?)
+        .bind(rec.tools_synced_at)
+        .bind(rec.expires_at)
+        .bind(created)
+        .bind(if rec.updated_at == 0 {
+            created
+        } else {
+            rec.updated_at
+        })
+        .fetch_one(&self.writer)
+        .await;
+        match row {
+            Ok(row) => connection_from_row(&row),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn take_pending_connections(&self, scope: &Scope) -> Result<Vec<ConnectionRecord>> {
+        let mut tx = self.begin_write().await?;
+        let rows = sqlx::query(concat!(
+            "DELETE FROM connection WHERE tenant = ? AND pending_create = 1 RETURNING subject, ",
+            connection_read_cols!()
+        ))
+        .bind(&scope.tenant)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut taken = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let record = connection_from_row(row)?;
+            let subject: String = row.try_get("subject")?;
+            for sql in [
+                concat!("DELETE FROM tool WHERE ", conn_key!("connection")),
+                concat!("DELETE FROM definition WHERE ", conn_key!("connection")),
+            ] {
+                sqlx::query(sql)
+                    .bind(&scope.tenant)
+                    .bind(&record.integration)
+                    .bind(record.owner.as_str())
+                    .bind(&subject)
+                    .bind(&record.name)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            taken.push(record);
+        }
+        tx.commit().await?;
+        Ok(taken)
+    }
+
     async fn update_connection_meta(
         &self,
         scope: &Scope,
@@ -784,7 +857,7 @@ impl Store for SqliteStore {
 
         let mut tx = self.begin_write().await?;
         let synced = sqlx::query(concat!(
-            "UPDATE connection SET tools_synced_at = ?, \
+            "UPDATE connection SET tools_synced_at = ?, pending_create = 0, \
                last_health = CASE \
                  WHEN last_health IS NOT NULL \
                   AND substr(json_extract(last_health, '$.detail'), 1, ?) = ? THEN NULL \
@@ -876,7 +949,7 @@ impl Store for SqliteStore {
             "checkedAt": now,
         });
         sqlx::query(concat!(
-            "UPDATE connection SET tools_synced_at = ?, last_health = ? WHERE ",
+            "UPDATE connection SET tools_synced_at = ?, last_health = ?, pending_create = 0 WHERE ",
             conn_key!("name")
         ))
         .bind(now)

@@ -798,7 +798,7 @@ async fn writes_wait_for_approval_and_every_tool_describes_itself() {
     for (args, message) in [
         (
             r#"{ owner: "org", name: "main", integration: "echo", template: "none", colour: "red" }"#,
-            "executor.coreTools.connections.create: unknown argument `colour`; it takes owner, name, integration, template, identityLabel, description, from, inputs.",
+            "executor.coreTools.connections.create: unknown argument `colour`; it takes owner, name, integration, template, identityLabel, description, replace, from, inputs.",
         ),
         (
             r#"{ owner: "org", name: "main", integration: "echo" }"#,
