@@ -349,6 +349,9 @@ impl Engine {
         for connection in &connections {
             self.delete_owned_items(connection).await?;
         }
+        if record.plugin_id == crate::mcp_plugin::PLUGIN_ID {
+            crate::mcp_plugin::forget_static_values(&self.inner, &record).await?;
+        }
         self.close_integration_sessions(slug).await;
         self.catalog_changed();
         Ok(())

@@ -42,7 +42,9 @@ pub use graphql_plugin::{
     AddGraphqlIntegration, GraphqlConfigView, GraphqlIntegrationAdded, GraphqlIntegrationView,
 };
 pub use health::{HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection};
-pub use mcp_plugin::{AddMcpServer, AddStdioMcpServer, McpAuthShorthand, McpServerView, ProbeView};
+pub use mcp_plugin::{
+    AddMcpServer, AddStdioMcpServer, MASKED_VALUE, McpAuthShorthand, McpServerView, ProbeView,
+};
 pub use oauth::{
     GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, OAuthClientInput, OAuthClientView,
     OAuthConnection, OAuthProbe, OAuthStart, OAuthStarted, ORIGIN_DCR, ORIGIN_MANUAL,

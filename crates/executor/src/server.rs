@@ -152,6 +152,19 @@ pub(crate) async fn open_engine_locked(
             ..EngineConfig::with_js_timeout(execution_timeout)
         },
     );
+    // Before anything is served: a pending row now is a create nobody will answer, and MCP
+    // configs of older builds hold static credentials in clear.
+    let healed = match engine.discard_interrupted_creates().await {
+        Ok(_) => engine.seal_legacy_mcp_values().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = healed {
+        let opened = Opened { store, engine };
+        opened.close().await;
+        return Err(OpenError::Other(
+            anyhow::Error::new(e).context("repairing the data directory at start"),
+        ));
+    }
     Ok(Opened { store, engine })
 }
 

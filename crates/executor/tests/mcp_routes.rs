@@ -61,7 +61,8 @@ async fn config_replace_moves_the_server_and_revises_its_tools() {
     assert_eq!(used.len(), 1);
     assert!(used.is_disjoint(&first.ledger.deleted_session_ids()));
 
-    // Another endpoint, static headers, the input dialect for auth: stored canonical.
+    // Another endpoint, static headers, the input dialect for auth: stored canonical, the
+    // header's value sealed and shown masked (issue #17).
     let (status, body) = h
         .post(
             "/api/mcp/servers/fx/config",
@@ -75,7 +76,7 @@ async fn config_replace_moves_the_server_and_revises_its_tools() {
     assert_eq!(status, 200, "{body}");
     let expected = json!({
         "transport": "remote", "endpoint": second.url, "remoteTransport": "streamable-http",
-        "headers": {"X-Team": "t1"},
+        "headers": {"X-Team": "••••"},
         "authenticationTemplate": [{"kind": "none", "slug": "none"}],
     });
     assert_eq!(body, json!({"config": expected}));
