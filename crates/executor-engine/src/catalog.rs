@@ -307,6 +307,7 @@ impl Engine {
                 slug: slug.to_owned(),
             });
         }
+        check_integration_text(None, name.as_deref(), description.as_deref())?;
         let updated = self
             .inner
             .store
@@ -319,19 +320,15 @@ impl Engine {
     }
 
     /// Removes an integration with its connections and tools, and closes its downstream
-    /// sessions. Unknown slugs (and the built-in) succeed silently, as the spec says.
+    /// sessions. An unknown slug is `IntegrationNotFound` and the built-in one
+    /// `IntegrationRemovalNotAllowed` (issue #17: answering `removed` for them hid typos).
     pub async fn remove_integration(&self, slug: &str) -> EngineResult<()> {
         if slug == BUILTIN_INTEGRATION {
-            return Ok(());
+            return Err(EngineError::IntegrationRemovalNotAllowed {
+                slug: slug.to_owned(),
+            });
         }
-        let Some(record) = self
-            .inner
-            .store
-            .get_integration(&self.inner.scope, slug)
-            .await?
-        else {
-            return Ok(());
-        };
+        let record = self.integration_record(slug).await?;
         if !record.can_remove {
             return Err(EngineError::IntegrationRemovalNotAllowed {
                 slug: slug.to_owned(),
@@ -984,6 +981,7 @@ impl Engine {
         description: Option<String>,
         config: &impl serde::Serialize,
     ) -> EngineResult<()> {
+        check_integration_text(Some(slug), Some(&name), description.as_deref())?;
         let now = now_ms();
         let record = IntegrationRecord {
             slug: slug.to_owned(),

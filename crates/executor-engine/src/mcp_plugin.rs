@@ -493,6 +493,11 @@ impl Engine {
     /// Adds a remote MCP server after checking that it answers as one. Nothing is stored when it
     /// does not (an auth wall counts as answering: credentials come with a connection).
     pub async fn add_mcp_server(&self, input: AddMcpServer) -> EngineResult<String> {
+        crate::catalog::check_integration_text(
+            input.slug.as_deref(),
+            Some(&input.name),
+            input.description.as_deref(),
+        )?;
         validate_endpoint(&input.endpoint)?;
         let slug = match input
             .slug
@@ -583,6 +588,11 @@ impl Engine {
     /// keys of `env`) become the `stdio_env` method `env`; the org connection `default` is created
     /// when values were supplied (template `env`) or nothing is declared (template `none`).
     pub async fn add_stdio_mcp_server(&self, input: AddStdioMcpServer) -> EngineResult<String> {
+        crate::catalog::check_integration_text(
+            input.slug.as_deref(),
+            Some(&input.name),
+            input.description.as_deref(),
+        )?;
         let command = input.command.trim().to_owned();
         if command.is_empty() {
             return Err(stdio_error(
@@ -1051,14 +1061,16 @@ impl Engine {
         Ok(config.authentication_template)
     }
 
-    /// Removes the integration `slug` (any kind, as the original's route does; unknown slugs
-    /// succeed), then the OAuth clients dynamically registered for it: those its connections
+    /// Removes the integration `slug` (any kind, as the original's route does; an unknown slug
+    /// is `IntegrationNotFound`), then the OAuth clients dynamically registered for it: those its connections
     /// used and those whose origin names it, unless a connection of another integration uses
     /// them. Manual clients are never removed.
     pub async fn remove_mcp_server(&self, slug: &str) -> EngineResult<()> {
+        // Unknown and built-in slugs fail before anything is looked at.
         if slug == crate::BUILTIN_INTEGRATION {
-            return Ok(());
+            return self.remove_integration(slug).await;
         }
+        self.integration_record(slug).await?;
         let connections = self.list_connections(None, None).await?;
         let client_of = |c: &executor_store::ConnectionRecord| {
             let oauth = c.oauth.as_ref()?;

@@ -566,11 +566,17 @@ async fn removing_a_server_removes_the_oauth_clients_only_it_used() {
         .await;
     assert_eq!(status, 200);
     assert_eq!(client_slugs(&h).await, ["manual"]);
-    // Unknown slugs succeed, as for any integration.
+    // An unknown slug is a 404, as for any integration (issue #17).
     let (status, body) = h
         .call(reqwest::Method::DELETE, "/api/mcp/servers/nope", None)
         .await;
-    assert_eq!((status, body), (200, json!({"removed": true})));
+    assert_eq!(
+        (status, body),
+        (
+            404,
+            json!({"_tag": "IntegrationNotFoundError", "slug": "nope"})
+        )
+    );
 }
 
 /// An endpoint that answers every request 403 with an RFC 6750 `insufficient_scope` challenge.
