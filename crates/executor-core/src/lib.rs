@@ -11,7 +11,10 @@ pub mod schema_ts;
 pub mod search;
 
 pub use address::{AddressError, Owner, ToolAddress};
-pub use names::{normalize_connection_name, sanitize_tool_name, slugify, unique_tool_names};
+pub use names::{
+    CONNECTION_NAME_RULE, MAX_CONNECTION_NAME_CHARS, normalize_connection_name, sanitize_tool_name,
+    slugify, unique_tool_names,
+};
 pub use outcome::{ToolError, ToolOutcome};
 pub use result::{Completed, RunOutput, format_completed, truncate_text};
 

@@ -50,40 +50,54 @@ pub fn unique_tool_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<St
     out
 }
 
-/// Connection name normalisation (spec §1.4): lowercased alphanumeric words joined camelCase;
-/// empty → `connection`; a result that does not start with a letter, `_` or `$` is prefixed with
-/// `connection` and its first character capitalised (`"123"` → `connection123`).
-pub fn normalize_connection_name(input: &str) -> String {
+/// Longest connection name accepted (in characters, before normalisation).
+pub const MAX_CONNECTION_NAME_CHARS: usize = 200;
+
+/// What a connection name may contain; the message of a name that normalises to nothing.
+pub const CONNECTION_NAME_RULE: &str = "A connection name needs at least one letter or digit \
+(any script); other characters (spaces, `-`, `_`, `.`, `/`, emoji…) separate camelCase words.";
+
+/// A character that may be part of a name's word: what JavaScript allows in an identifier
+/// (UAX #31 `XID_Continue`) other than the `_` and `$` connectors, so any script's letters are
+/// kept.
+fn is_word_char(c: char) -> bool {
+    c != '_' && unicode_ident::is_xid_continue(c)
+}
+
+/// Connection name normalisation (spec §1.4): lowercased words (runs of letters and digits of
+/// any script) joined camelCase; a result that does not start as a JS identifier may
+/// (`"123"`) is prefixed with `connection` and its first character capitalised
+/// (`connection123`). `None` when no word is left (`""`, `".."`, `"🎉"`): the caller refuses
+/// the name with [`CONNECTION_NAME_RULE`] rather than inventing one, which two different inputs
+/// would share.
+pub fn normalize_connection_name(input: &str) -> Option<String> {
     let mut out = String::new();
     for (i, word) in input
-        .split(|c: char| !c.is_ascii_alphanumeric())
+        .split(|c: char| !is_word_char(c))
         .filter(|w| !w.is_empty())
         .enumerate()
     {
-        let lower = word.to_ascii_lowercase();
+        let lower = word.to_lowercase();
         if i == 0 {
             out.push_str(&lower);
         } else {
             let mut chars = lower.chars();
             if let Some(first) = chars.next() {
-                out.push(first.to_ascii_uppercase());
+                out.extend(first.to_uppercase());
                 out.push_str(chars.as_str());
             }
         }
     }
-    if out.is_empty() {
-        return "connection".to_owned();
-    }
-    let first = out.chars().next().unwrap_or('c');
-    if first.is_ascii_alphabetic() || first == '_' || first == '$' {
-        out
+    let first = out.chars().next()?;
+    if unicode_ident::is_xid_start(first) {
+        Some(out)
     } else {
         let mut chars = out.chars();
-        let head = chars
+        let head: String = chars
             .next()
-            .map(|c| c.to_ascii_uppercase())
+            .map(|c| c.to_uppercase().collect())
             .unwrap_or_default();
-        format!("connection{head}{}", chars.as_str())
+        Some(format!("connection{head}{}", chars.as_str()))
     }
 }
 
@@ -110,12 +124,45 @@ mod tests {
 
     #[test]
     fn connection_names() {
-        assert_eq!(normalize_connection_name("My Work Key"), "myWorkKey");
-        assert_eq!(normalize_connection_name("main"), "main");
-        assert_eq!(normalize_connection_name(""), "connection");
-        assert_eq!(normalize_connection_name("  "), "connection");
-        assert_eq!(normalize_connection_name("123"), "connection123");
-        assert_eq!(normalize_connection_name("9 lives"), "connection9Lives");
-        assert_eq!(normalize_connection_name("MAIN key"), "mainKey");
+        let n = |s: &str| normalize_connection_name(s);
+        assert_eq!(n("My Work Key").as_deref(), Some("myWorkKey"));
+        assert_eq!(n("main").as_deref(), Some("main"));
+        assert_eq!(n("123").as_deref(), Some("connection123"));
+        assert_eq!(n("9 lives").as_deref(), Some("connection9Lives"));
+        assert_eq!(n("MAIN key").as_deref(), Some("mainKey"));
+        assert_eq!(n("my_key").as_deref(), Some("myKey"));
+    }
+
+    /// Issue #17: names of other scripts were dropped to `connection`, so they all collided.
+    #[test]
+    fn connection_names_keep_letters_of_any_script_and_refuse_nothing() {
+        let n = |s: &str| normalize_connection_name(s);
+        assert_eq!(n("é🎉").as_deref(), Some("é"));
+        assert_eq!(n("チーム").as_deref(), Some("チーム"));
+        assert_eq!(n("Équipe Paris").as_deref(), Some("équipeParis"));
+        assert_eq!(n("команда два").as_deref(), Some("командаДва"));
+        for nothing in ["", "  ", "..", "🎉", "/", "_", "$"] {
+            assert_eq!(n(nothing), None, "{nothing:?}");
+        }
+        // Two spellings of one name are still one name: the caller decides what that means.
+        assert_eq!(n("a/b"), n("a.b"));
+    }
+
+    #[test]
+    fn connection_names_are_js_identifiers() {
+        for input in ["é🎉", "チーム", "9 lives", "x²", "a-b", "Ⅻ legion", "١٢٣"] {
+            let name = n_ok(input);
+            let mut chars = name.chars();
+            let first = chars.next().unwrap();
+            assert!(unicode_ident::is_xid_start(first), "{input:?} → {name:?}");
+            assert!(
+                chars.all(unicode_ident::is_xid_continue),
+                "{input:?} → {name:?}"
+            );
+        }
+    }
+
+    fn n_ok(input: &str) -> String {
+        normalize_connection_name(input).unwrap()
     }
 }

@@ -4,7 +4,10 @@ use std::collections::BTreeMap;
 
 use executor_core::auth::AuthMethod;
 use executor_core::schema_ts::{ToolTypes, render_tool_types};
-use executor_core::{Owner, ToolAddress, normalize_connection_name, now_ms};
+use executor_core::{
+    CONNECTION_NAME_RULE, MAX_CONNECTION_NAME_CHARS, Owner, ToolAddress, normalize_connection_name,
+    now_ms,
+};
 use executor_store::{ConnectionKey, ConnectionRecord, IntegrationRecord, ToolFilter, ToolSummary};
 use serde_json::Value;
 
@@ -174,6 +177,9 @@ pub struct ConnectionInput {
     pub identity_label: Option<String>,
     pub description: Option<String>,
     pub origin: CredentialOrigin,
+    /// Replace a connection of the same (normalised) name, credentials included; without it, a
+    /// taken name is `ConnectionAlreadyExists`.
+    pub replace: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -184,6 +190,61 @@ pub struct ToolListFilter {
     pub query: Option<String>,
     /// Agent surfaces hide blocked tools; the HTTP listing shows them unless told otherwise.
     pub exclude_blocked: bool,
+}
+
+/// Longest integration name or connection identity label accepted, in characters.
+pub const MAX_NAME_CHARS: usize = 200;
+/// Longest description accepted, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 4_000;
+
+/// A name or description a person will read: bounded, and free of control characters (a
+/// description may have line breaks and tabs).
+pub(crate) fn check_text(field: &str, value: Option<&str>, max: usize) -> EngineResult<()> {
+    let Some(value) = value else { return Ok(()) };
+    let invalid = |message: String| EngineError::InvalidInput { message };
+    if value.chars().count() > max {
+        return Err(invalid(format!(
+            "{field} is too long: at most {max} characters."
+        )));
+    }
+    let multiline = max > MAX_NAME_CHARS;
+    if value
+        .chars()
+        .any(|c| c.is_control() && !(multiline && matches!(c, '\n' | '\r' | '\t')))
+    {
+        return Err(invalid(format!(
+            "{field} must not contain control characters{}.",
+            if multiline {
+                " other than line breaks and tabs"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(())
+}
+
+/// The slug, name and description of an integration as a person gave them (bounded, no
+/// control characters), checked before anything is dialled or stored.
+pub(crate) fn check_integration_text(
+    slug: Option<&str>,
+    name: Option<&str>,
+    description: Option<&str>,
+) -> EngineResult<()> {
+    check_text("slug", slug, MAX_NAME_CHARS)?;
+    check_text("name", name, MAX_NAME_CHARS)?;
+    check_text("description", description, MAX_DESCRIPTION_CHARS)
+}
+
+/// The stored name of a connection: normalised (spec §1.4), bounded, never empty.
+pub(crate) fn connection_name(raw: &str) -> EngineResult<String> {
+    let invalid = |message: String| EngineError::InvalidConnectionInput { message };
+    if raw.chars().count() > MAX_CONNECTION_NAME_CHARS {
+        return Err(invalid(format!(
+            "A connection name has at most {MAX_CONNECTION_NAME_CHARS} characters."
+        )));
+    }
+    normalize_connection_name(raw).ok_or_else(|| invalid(CONNECTION_NAME_RULE.to_owned()))
 }
 
 impl Engine {
@@ -246,6 +307,7 @@ impl Engine {
                 slug: slug.to_owned(),
             });
         }
+        check_integration_text(None, name.as_deref(), description.as_deref())?;
         let updated = self
             .inner
             .store
@@ -258,19 +320,15 @@ impl Engine {
     }
 
     /// Removes an integration with its connections and tools, and closes its downstream
-    /// sessions. Unknown slugs (and the built-in) succeed silently, as the spec says.
+    /// sessions. An unknown slug is `IntegrationNotFound` and the built-in one
+    /// `IntegrationRemovalNotAllowed` (issue #17: answering `removed` for them hid typos).
     pub async fn remove_integration(&self, slug: &str) -> EngineResult<()> {
         if slug == BUILTIN_INTEGRATION {
-            return Ok(());
+            return Err(EngineError::IntegrationRemovalNotAllowed {
+                slug: slug.to_owned(),
+            });
         }
-        let Some(record) = self
-            .inner
-            .store
-            .get_integration(&self.inner.scope, slug)
-            .await?
-        else {
-            return Ok(());
-        };
+        let record = self.integration_record(slug).await?;
         if !record.can_remove {
             return Err(EngineError::IntegrationRemovalNotAllowed {
                 slug: slug.to_owned(),
@@ -287,6 +345,9 @@ impl Engine {
             .await?;
         for connection in &connections {
             self.delete_owned_items(connection).await?;
+        }
+        if record.plugin_id == crate::mcp_plugin::PLUGIN_ID {
+            crate::mcp_plugin::forget_static_values(&self.inner, &record).await?;
         }
         self.close_integration_sessions(slug).await;
         self.catalog_changed();
@@ -315,8 +376,11 @@ impl Engine {
             .ok_or_else(|| connection_not_found(key))
     }
 
-    /// Creates or updates (upsert on owner+integration+name) a connection, then produces its
-    /// tools before returning.
+    /// Creates a connection and produces its tools before returning. A name already taken (after
+    /// normalisation) is `ConnectionAlreadyExists` unless `input.replace`, which replaces that
+    /// connection, credentials included. A new row is marked pending until its tools are
+    /// produced: a create that never answered (the process died) is undone at the next start
+    /// ([`Engine::discard_interrupted_creates`]).
     pub async fn create_connection(
         &self,
         input: ConnectionInput,
@@ -328,6 +392,17 @@ impl Engine {
                     .to_owned(),
             });
         }
+        let name = connection_name(&input.name)?;
+        check_text(
+            "description",
+            input.description.as_deref(),
+            MAX_DESCRIPTION_CHARS,
+        )?;
+        check_text(
+            "identityLabel",
+            input.identity_label.as_deref(),
+            MAX_NAME_CHARS,
+        )?;
         let view = IntegrationView::from_record(&integration);
         if input.template != "none" && !view.auth_methods.iter().any(|m| m.slug() == input.template)
         {
@@ -345,7 +420,6 @@ impl Engine {
                 ),
             });
         }
-        let name = normalize_connection_name(&input.name);
         let key = ConnectionKey {
             owner: input.owner,
             integration: input.integration.clone(),
@@ -353,18 +427,17 @@ impl Engine {
         };
         let item_prefix = format!("connection:{}:{}:{}", input.owner, input.integration, name);
         // Pasted values go to the default writable provider; references name an item of any
-        // registered provider.
+        // registered provider. Everything is checked before anything is written.
         let providers = &self.inner.providers;
         let mut item_ids = serde_json::Map::new();
-        let provider = match input.origin.resolve(&input.template)? {
+        let (provider, pasted) = match input.origin.resolve(&input.template)? {
             ResolvedInputs::Pasted(values) => {
                 let provider = providers.default_writable()?;
-                for (variable, value) in &values {
+                for variable in values.keys() {
                     let item = format!("{item_prefix}:{variable}");
-                    provider.put(&item, value).await?;
                     item_ids.insert(variable.clone(), Value::String(item));
                 }
-                provider
+                (provider, values)
             }
             ResolvedInputs::External { provider, items } => {
                 let provider = providers.get(&provider).ok_or_else(|| {
@@ -375,7 +448,7 @@ impl Engine {
                 for (variable, item) in items {
                     item_ids.insert(variable, Value::String(item));
                 }
-                provider
+                (provider, BTreeMap::new())
             }
         };
         let now = now_ms();
@@ -395,16 +468,93 @@ impl Engine {
             updated_at: now,
             oauth: None,
         };
-        self.inner
-            .store
-            .upsert_connection(&self.inner.scope, &record)
-            .await?;
+        let store = &self.inner.store;
+        let replacing = input.replace
+            && store
+                .get_connection(&self.inner.scope, &key)
+                .await?
+                .is_some();
+        if replacing {
+            for (variable, value) in &pasted {
+                provider
+                    .put(&format!("{item_prefix}:{variable}"), value)
+                    .await?;
+            }
+            store.upsert_connection(&self.inner.scope, &record).await?;
+        } else {
+            // The row first: a taken name must not overwrite the other connection's values.
+            match store.insert_connection(&self.inner.scope, &record).await {
+                Ok(_) => {}
+                Err(executor_store::StoreError::AlreadyExists) => {
+                    return Err(EngineError::ConnectionAlreadyExists {
+                        owner: key.owner,
+                        integration: key.integration,
+                        name: key.name,
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+            let written = async {
+                for (variable, value) in &pasted {
+                    provider
+                        .put(&format!("{item_prefix}:{variable}"), value)
+                        .await?;
+                }
+                Ok::<_, EngineError>(())
+            }
+            .await;
+            if let Err(e) = written {
+                self.undo_create(&key, &record).await;
+                return Err(e);
+            }
+        }
         // A re-saved connection may carry other credentials: its old sessions must not be reused.
         let label = session_label(&key);
         self.inner.mcp.close_where(move |l| l == label).await;
-        self.produce_tools(&integration, &key).await?;
+        if let Err(e) = self.produce_tools(&integration, &key).await {
+            if !replacing {
+                self.undo_create(&key, &record).await;
+            }
+            return Err(e);
+        }
         self.catalog_changed();
         self.get_connection(&key).await
+    }
+
+    /// Removes a connection whose create failed after its row was written.
+    async fn undo_create(&self, key: &ConnectionKey, record: &ConnectionRecord) {
+        if let Err(e) = self
+            .inner
+            .store
+            .delete_connection(&self.inner.scope, key)
+            .await
+        {
+            tracing::warn!(error = %e, connection = %session_label(key), "could not undo a failed create");
+        }
+        if let Err(e) = self.delete_owned_items(record).await {
+            tracing::warn!(error = %e, connection = %session_label(key), "could not delete a failed create's values");
+        }
+    }
+
+    /// Undoes the creates a previous process never answered (it died while producing their
+    /// tools): their rows and the values they wrote. Run at start, before serving.
+    pub async fn discard_interrupted_creates(&self) -> EngineResult<usize> {
+        let taken = self
+            .inner
+            .store
+            .take_pending_connections(&self.inner.scope)
+            .await?;
+        for record in &taken {
+            tracing::warn!(
+                connection = %session_label(&record.key()),
+                "removed a connection whose create was interrupted (never acknowledged)"
+            );
+            self.delete_owned_items(record).await?;
+        }
+        if !taken.is_empty() {
+            self.catalog_changed();
+        }
+        Ok(taken.len())
     }
 
     pub async fn update_connection(
@@ -413,6 +563,16 @@ impl Engine {
         description: Option<Option<String>>,
         identity_label: Option<Option<String>>,
     ) -> EngineResult<ConnectionRecord> {
+        check_text(
+            "description",
+            description.as_ref().and_then(|d| d.as_deref()),
+            MAX_DESCRIPTION_CHARS,
+        )?;
+        check_text(
+            "identityLabel",
+            identity_label.as_ref().and_then(|d| d.as_deref()),
+            MAX_NAME_CHARS,
+        )?;
         self.inner
             .store
             .update_connection_meta(&self.inner.scope, key, description, identity_label)
@@ -821,6 +981,7 @@ impl Engine {
         description: Option<String>,
         config: &impl serde::Serialize,
     ) -> EngineResult<()> {
+        check_integration_text(Some(slug), Some(&name), description.as_deref())?;
         let now = now_ms();
         let record = IntegrationRecord {
             slug: slug.to_owned(),

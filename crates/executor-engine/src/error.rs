@@ -16,6 +16,13 @@ pub enum EngineError {
         integration: String,
         name: String,
     },
+    /// A create without `replace` whose (normalised) name is taken.
+    #[error("connection already exists: {owner}/{integration}/{name}")]
+    ConnectionAlreadyExists {
+        owner: Owner,
+        integration: String,
+        name: String,
+    },
     #[error("tool not found: {address}")]
     ToolNotFound {
         address: String,

@@ -683,12 +683,7 @@ impl Engine {
         integration: &IntegrationRecord,
         probe: Probe,
     ) -> EngineResult<HealthCheckResult> {
-        let Some(config) = mcp_plugin::McpConfig::from_value(&integration.config) else {
-            return Err(EngineError::Internal(format!(
-                "integration {} has no valid MCP config",
-                integration.slug
-            )));
-        };
+        let config = mcp_plugin::unsealed_config(&self.inner, integration).await?;
         let target = config.target_with(&probe.rendered);
         Ok(match self.inner.mcp.discover(&target).await {
             Ok(found) => {

@@ -37,7 +37,7 @@ pub use call_limits::{
 };
 pub use catalog::{
     BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, InputOrigin, IntegrationView,
-    ToolListFilter, ToolSchema,
+    MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, ToolListFilter, ToolSchema,
 };
 pub use error::{EngineError, EngineResult};
 pub use execution::{ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ResumeAction};
@@ -47,7 +47,9 @@ pub use graphql_plugin::{
     AddGraphqlIntegration, GraphqlConfigView, GraphqlIntegrationAdded, GraphqlIntegrationView,
 };
 pub use health::{HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection};
-pub use mcp_plugin::{AddMcpServer, AddStdioMcpServer, McpAuthShorthand, McpServerView, ProbeView};
+pub use mcp_plugin::{
+    AddMcpServer, AddStdioMcpServer, MASKED_VALUE, McpAuthShorthand, McpServerView, ProbeView,
+};
 pub use oauth::{
     GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, OAuthClientInput, OAuthClientView,
     OAuthConnection, OAuthProbe, OAuthStart, OAuthStarted, ORIGIN_DCR, ORIGIN_MANUAL,

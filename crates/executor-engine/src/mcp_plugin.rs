@@ -97,6 +97,160 @@ impl McpConfig {
     }
 }
 
+/// What the stored config and the API show instead of a static header or query value: the value
+/// itself is sealed in the vault (item [`static_item`]). Sent back in a config replace, it keeps
+/// the stored value.
+pub const MASKED_VALUE: &str = "••••";
+
+/// The vault item of a remote server's static header (`carrier` `header`) or query parameter
+/// (`query`).
+fn static_item(slug: &str, carrier: &str, name: &str) -> String {
+    format!("mcp:{slug}:{carrier}:{name}")
+}
+
+impl McpConfig {
+    /// Moves the endpoint's query string into `query_params` (explicit parameters win), so an
+    /// `?api_key=…` is sealed like any static parameter and never shown in the endpoint.
+    fn split_endpoint_query(&mut self) {
+        let Ok(mut url) = url::Url::parse(&self.endpoint) else {
+            return;
+        };
+        if url.query().is_none() {
+            return;
+        }
+        let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+        url.set_query(None);
+        for (name, value) in pairs {
+            self.query_params.entry(name).or_insert(value);
+        }
+        self.endpoint = url.to_string();
+    }
+
+    /// Replaces masked values with those of `previous` (the stored config, unsealed): a config
+    /// read back from the API and sent again keeps its secrets. A mask with nothing behind it
+    /// is refused.
+    fn keep_masked(
+        &mut self,
+        headers: &BTreeMap<String, String>,
+        query: &BTreeMap<String, String>,
+    ) -> EngineResult<()> {
+        for (field, map, previous) in [
+            ("headers", &mut self.headers, headers),
+            ("queryParams", &mut self.query_params, query),
+        ] {
+            for (name, value) in map.iter_mut() {
+                if value == MASKED_VALUE {
+                    *value = previous.get(name).cloned().ok_or_else(|| {
+                        invalid(format!(
+                            "{field}.{name} is {MASKED_VALUE:?}, which keeps a stored value, but none is stored for it; send the value."
+                        ))
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The config as shown: every static header and query value masked (also those of rows
+    /// written before they were sealed).
+    pub(crate) fn masked(mut self) -> Self {
+        self.split_endpoint_query();
+        for value in self
+            .headers
+            .values_mut()
+            .chain(self.query_params.values_mut())
+        {
+            *value = MASKED_VALUE.to_owned();
+        }
+        self
+    }
+}
+
+/// The stored config of an MCP integration with its static values read back from the vault.
+pub(crate) async fn unsealed_config(
+    inner: &Inner,
+    integration: &IntegrationRecord,
+) -> EngineResult<McpConfig> {
+    let mut config = McpConfig::from_value(&integration.config).ok_or_else(|| {
+        EngineError::Internal(format!(
+            "integration {} has no valid MCP config",
+            integration.slug
+        ))
+    })?;
+    for (carrier, map) in [
+        ("header", &mut config.headers),
+        ("query", &mut config.query_params),
+    ] {
+        for (name, value) in map.iter_mut() {
+            // Anything else is a plaintext value of a row written before they were sealed.
+            if value == MASKED_VALUE {
+                let item = static_item(&integration.slug, carrier, name);
+                *value = inner
+                    .store
+                    .get_secret(&inner.scope, &item)
+                    .await?
+                    .ok_or_else(|| {
+                        EngineError::Internal(format!("the sealed value {item:?} is missing"))
+                    })?;
+            }
+        }
+    }
+    Ok(config)
+}
+
+/// Deletes the sealed static values of `config` (a stored, masked config) whose names `keep`
+/// does not have.
+async fn delete_static_values(
+    inner: &Inner,
+    slug: &str,
+    config: &McpConfig,
+    keep: Option<&McpConfig>,
+) -> EngineResult<()> {
+    for (carrier, map, kept) in [
+        ("header", &config.headers, keep.map(|k| &k.headers)),
+        ("query", &config.query_params, keep.map(|k| &k.query_params)),
+    ] {
+        for (name, value) in map {
+            if value == MASKED_VALUE && !kept.is_some_and(|k| k.contains_key(name)) {
+                inner
+                    .store
+                    .delete_secret(&inner.scope, &static_item(slug, carrier, name))
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Seals every static header and query value of `config` in the vault and leaves
+/// [`MASKED_VALUE`] in its place.
+async fn seal_static_values(inner: &Inner, slug: &str, config: &mut McpConfig) -> EngineResult<()> {
+    for (carrier, map) in [
+        ("header", &mut config.headers),
+        ("query", &mut config.query_params),
+    ] {
+        for (name, value) in map.iter_mut() {
+            inner
+                .store
+                .put_secret(&inner.scope, &static_item(slug, carrier, name), value)
+                .await?;
+            *value = MASKED_VALUE.to_owned();
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the sealed static values of a removed MCP integration.
+pub(crate) async fn forget_static_values(
+    inner: &Inner,
+    integration: &IntegrationRecord,
+) -> EngineResult<()> {
+    match McpConfig::from_value(&integration.config) {
+        Some(config) => delete_static_values(inner, &integration.slug, &config, None).await,
+        None => Ok(()),
+    }
+}
+
 /// The `auth` shorthand of `POST /api/mcp/servers`.
 #[derive(Debug, Clone)]
 pub enum McpAuthShorthand {
@@ -339,6 +493,11 @@ impl Engine {
     /// Adds a remote MCP server after checking that it answers as one. Nothing is stored when it
     /// does not (an auth wall counts as answering: credentials come with a connection).
     pub async fn add_mcp_server(&self, input: AddMcpServer) -> EngineResult<String> {
+        crate::catalog::check_integration_text(
+            input.slug.as_deref(),
+            Some(&input.name),
+            input.description.as_deref(),
+        )?;
         validate_endpoint(&input.endpoint)?;
         let slug = match input
             .slug
@@ -383,7 +542,7 @@ impl Engine {
             }],
             _ => vec![AuthMethod::none()],
         };
-        let config = McpConfig {
+        let mut config = McpConfig {
             transport: "remote".to_owned(),
             endpoint: input.endpoint.clone(),
             remote_transport: Some(input.remote_transport.as_str().to_owned()),
@@ -395,6 +554,8 @@ impl Engine {
             env: BTreeMap::new(),
             authentication_template,
         };
+        config.split_endpoint_query();
+        config.keep_masked(&BTreeMap::new(), &BTreeMap::new())?;
         check_methods(false, &config.authentication_template)?;
         self.check_answers(&config).await?;
         let name = if input.name.trim().is_empty() {
@@ -406,8 +567,19 @@ impl Engine {
             .description
             .filter(|d| !d.is_empty())
             .unwrap_or_else(|| name.clone());
-        self.insert_new_integration(&slug, PLUGIN_ID, name, Some(description), &config)
-            .await?;
+        // Static headers and query parameters are credentials (`Authorization: Bearer …`,
+        // `?api_key=…`): sealed like a connection's, shown masked.
+        seal_static_values(&self.inner, &slug, &mut config).await?;
+        if let Err(e) = self
+            .insert_new_integration(&slug, PLUGIN_ID, name, Some(description), &config)
+            .await
+        {
+            // Not ours to delete when the slug was taken meanwhile: its values are its own.
+            if !matches!(e, EngineError::IntegrationAlreadyExists { .. }) {
+                delete_static_values(&self.inner, &slug, &config, None).await?;
+            }
+            return Err(e);
+        }
         Ok(slug)
     }
 
@@ -416,6 +588,11 @@ impl Engine {
     /// keys of `env`) become the `stdio_env` method `env`; the org connection `default` is created
     /// when values were supplied (template `env`) or nothing is declared (template `none`).
     pub async fn add_stdio_mcp_server(&self, input: AddStdioMcpServer) -> EngineResult<String> {
+        crate::catalog::check_integration_text(
+            input.slug.as_deref(),
+            Some(&input.name),
+            input.description.as_deref(),
+        )?;
         let command = input.command.trim().to_owned();
         if command.is_empty() {
             return Err(stdio_error(
@@ -516,6 +693,7 @@ impl Engine {
                     identity_label: None,
                     description: None,
                     origin: CredentialOrigin::Values(input.env),
+                    replace: false,
                 })
                 .await;
             if let Err(e) = created {
@@ -527,6 +705,55 @@ impl Engine {
             }
         }
         Ok(slug)
+    }
+
+    /// Seals the static header and query values (and endpoint query strings) that builds before
+    /// issue #17 stored in clear in MCP configs. Run at start, before serving; returns how many
+    /// integrations were rewritten.
+    pub async fn seal_legacy_mcp_values(&self) -> EngineResult<usize> {
+        let mut sealed = 0;
+        for mut record in self
+            .inner
+            .store
+            .list_integrations(&self.inner.scope)
+            .await?
+        {
+            if record.plugin_id != PLUGIN_ID {
+                continue;
+            }
+            let Some(mut config) = McpConfig::from_value(&record.config) else {
+                continue;
+            };
+            let before = config.endpoint.clone();
+            config.split_endpoint_query();
+            let clear = config
+                .headers
+                .values()
+                .chain(config.query_params.values())
+                .any(|v| v != MASKED_VALUE);
+            if !clear && config.endpoint == before {
+                continue;
+            }
+            // Values already sealed stay in the vault; only clear ones are written.
+            let mut fresh = config.clone();
+            fresh.headers.retain(|_, v| v != MASKED_VALUE);
+            fresh.query_params.retain(|_, v| v != MASKED_VALUE);
+            seal_static_values(&self.inner, &record.slug, &mut fresh).await?;
+            config.headers.extend(fresh.headers);
+            config.query_params.extend(fresh.query_params);
+            record.config =
+                serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
+            self.inner
+                .store
+                .upsert_integration(&self.inner.scope, &record)
+                .await?;
+            tracing::info!(slug = %record.slug, "sealed the MCP server's static headers and query values");
+            sealed += 1;
+        }
+        if sealed > 0 {
+            self.catalog_changed();
+        }
+        Ok(sealed)
     }
 
     /// `None` when the slug is unknown or not an MCP integration.
@@ -549,7 +776,7 @@ impl Engine {
             kind: record.plugin_id,
             can_remove: record.can_remove,
             can_refresh: record.can_refresh,
-            config: record.config,
+            config: masked_config(&record.config),
         }))
     }
 }
@@ -774,13 +1001,23 @@ impl Engine {
     /// refused, and nothing changes. Returns the stored config.
     pub async fn set_mcp_config(&self, slug: &str, config: &Value) -> EngineResult<Value> {
         let mut record = self.mcp_record(slug).await?;
-        let config = McpConfig::from_input(config)?;
+        let mut config = McpConfig::from_input(config)?;
+        let stored = McpConfig::from_value(&record.config);
+        let previous = unsealed_config(&self.inner, &record).await?;
+        if !config.is_stdio() {
+            config.split_endpoint_query();
+            config.keep_masked(&previous.headers, &previous.query_params)?;
+        }
         if config.is_stdio() {
             check_command(&config)?;
         } else {
             self.check_answers(&config).await?;
         }
+        seal_static_values(&self.inner, slug, &mut config).await?;
         self.store_mcp_config(&mut record, &config).await?;
+        if let Some(stored) = &stored {
+            delete_static_values(&self.inner, slug, stored, Some(&config)).await?;
+        }
         // Sessions dialled under the old config (another endpoint, command or headers) must not
         // serve another call, and cached connections must be resolved again.
         self.close_integration_sessions(slug).await;
@@ -789,7 +1026,7 @@ impl Engine {
             self.produce_tools(&record, &connection.key()).await?;
         }
         self.catalog_changed();
-        Ok(record.config)
+        Ok(masked_config(&record.config))
     }
 
     /// Sets the auth methods of the MCP server `slug`: `Replace` declares the whole list (slugs
@@ -824,14 +1061,16 @@ impl Engine {
         Ok(config.authentication_template)
     }
 
-    /// Removes the integration `slug` (any kind, as the original's route does; unknown slugs
-    /// succeed), then the OAuth clients dynamically registered for it: those its connections
+    /// Removes the integration `slug` (any kind, as the original's route does; an unknown slug
+    /// is `IntegrationNotFound`), then the OAuth clients dynamically registered for it: those its connections
     /// used and those whose origin names it, unless a connection of another integration uses
     /// them. Manual clients are never removed.
     pub async fn remove_mcp_server(&self, slug: &str) -> EngineResult<()> {
+        // Unknown and built-in slugs fail before anything is looked at.
         if slug == crate::BUILTIN_INTEGRATION {
-            return Ok(());
+            return self.remove_integration(slug).await;
         }
+        self.integration_record(slug).await?;
         let connections = self.list_connections(None, None).await?;
         let client_of = |c: &executor_store::ConnectionRecord| {
             let oauth = c.oauth.as_ref()?;
@@ -862,6 +1101,13 @@ impl Engine {
     }
 }
 
+/// A stored config as the API shows it (static values masked).
+fn masked_config(config: &Value) -> Value {
+    McpConfig::from_value(config)
+        .and_then(|c| serde_json::to_value(c.masked()).ok())
+        .unwrap_or_else(|| config.clone())
+}
+
 /// Where and how a connection's tools are reached: the request target with credentials rendered
 /// in, and the pool identity of its downstream session.
 pub(crate) struct ResolvedTarget {
@@ -875,12 +1121,7 @@ pub(crate) async fn resolve_target(
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> EngineResult<Result<ResolvedTarget, Box<ToolError>>> {
-    let config = McpConfig::from_value(&integration.config).ok_or_else(|| {
-        EngineError::Internal(format!(
-            "integration {} has no valid MCP config",
-            integration.slug
-        ))
-    })?;
+    let config = unsealed_config(inner, integration).await?;
     let credentials =
         match crate::credentials::resolve(inner, &config.authentication_template, key).await? {
             Ok(c) => c,

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use executor_core::auth::{AuthMethod, select_method};
-use executor_core::{Owner, ToolError, normalize_connection_name, now_ms};
+use executor_core::{Owner, ToolError, now_ms};
 use executor_store::{
     ConnectionKey, ConnectionOAuth, ConnectionRecord, OAuthClientRecord, OAuthSessionRecord,
 };
@@ -992,7 +992,7 @@ impl Engine {
                     .to_owned(),
             });
         }
-        let name = normalize_connection_name(&input.name);
+        let name = crate::catalog::connection_name(&input.name)?;
         let mut scopes: Vec<String> = input
             .scopes
             .iter()

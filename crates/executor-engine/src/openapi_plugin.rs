@@ -580,6 +580,11 @@ impl Engine {
             ),
             Arc::new(extraction),
         );
+        crate::catalog::check_integration_text(
+            Some(&record.slug),
+            record.name.as_deref(),
+            record.description.as_deref(),
+        )?;
         match self
             .inner
             .store

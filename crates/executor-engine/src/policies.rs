@@ -153,17 +153,17 @@ impl Engine {
         self.policy_view(&updated, &pattern, action).await
     }
 
-    /// Idempotent: removing an unknown id succeeds.
-    pub async fn remove_policy(&self, owner: Owner, id: &str) -> EngineResult<()> {
-        if self
+    /// Whether a policy was removed (an unknown id removes nothing; the HTTP route answers 404).
+    pub async fn remove_policy(&self, owner: Owner, id: &str) -> EngineResult<bool> {
+        let removed = self
             .inner
             .store
             .delete_policy(&self.inner.scope, owner, id)
-            .await?
-        {
+            .await?;
+        if removed {
             self.policies_changed();
         }
-        Ok(())
+        Ok(removed)
     }
 
     /// The decision for one tool (`tool_id` without the `tools.` root, or a static fqid).

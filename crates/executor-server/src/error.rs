@@ -62,6 +62,15 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::NOT_FOUND,
             json!({"_tag": "ConnectionNotFoundError", "owner": owner.as_str(), "integration": integration, "name": name}),
         ),
+        E::ConnectionAlreadyExists {
+            owner,
+            integration,
+            name,
+        } => (
+            StatusCode::CONFLICT,
+            json!({"_tag": "ConnectionAlreadyExistsError", "owner": owner.as_str(), "integration": integration, "name": name,
+                "message": format!("A connection named {name:?} already exists on {integration:?} ({}); pass \"replace\": true to replace it.", owner.as_str())}),
+        ),
         E::ToolNotFound {
             address,
             suggestions,

@@ -48,6 +48,27 @@ pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToke
     routes::router(engine.clone())
         .merge(mcp::router(engine, &config.allowed_hosts, shutdown))
         .layer(axum::middleware::from_fn_with_state(gate, auth::middleware))
+        .layer(axum::middleware::map_response(no_framing))
+}
+
+/// HTML pages (approval, OAuth callback, home) take clicks: no other site may frame them
+/// (clickjacking). JSON answers are not rendered, so they are left alone.
+async fn no_framing(mut response: axum::response::Response) -> axum::response::Response {
+    use axum::http::{HeaderValue, header};
+    let html = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    if html {
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("frame-ancestors 'none'"),
+        );
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
+    response
 }
 
 /// Serves until `shutdown` is cancelled, then lets in-flight requests finish for at most

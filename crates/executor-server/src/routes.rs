@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use executor_core::Owner;
 use executor_engine::{ConnectionInput, CredentialOrigin, Engine, ResumeAction, ToolListFilter};
 use executor_store::ConnectionKey;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tower_http::catch_panic::CatchPanicLayer;
@@ -64,6 +65,7 @@ pub(crate) fn router(engine: Engine) -> Router {
         .fallback(not_found)
         .with_state(engine);
     Router::new()
+        .route("/", get(home))
         .nest("/api", api)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
@@ -76,14 +78,36 @@ pub(crate) fn router(engine: Engine) -> Router {
 }
 
 /// JSON body whose rejections are the spec's `HttpApiSchemaError` (or 413 when too large).
+/// Every body of the API is a JSON object: serde's derived structs would also read an array
+/// (`[]` as a struct of defaults), so the top level must be an object.
 pub(crate) struct ApiJson<T>(pub(crate) T);
+
+/// `T` read from a JSON object only.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+            .map(Object)
+    }
+}
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(ApiJson(value)),
+        match Json::<Object<T>>::from_request(req, state).await {
+            Ok(Json(Object(value))) => Ok(ApiJson(value)),
             Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Err(ApiError::PayloadTooLarge)
             }
@@ -106,6 +130,25 @@ fn owner(raw: &str) -> Result<Owner, ApiError> {
 
 async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "Not Found").into_response()
+}
+
+/// `/`: where the printed `?_token=` link lands until the web console does. It says what runs
+/// here and keeps the token in this browser for the approval pages (public: it holds no data).
+async fn home() -> Response {
+    axum::response::Html(concat!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Executor</title></head>",
+        "<body style=\"font-family:sans-serif;max-width:50rem;margin:2rem auto\">",
+        "<h1>Executor is running</h1>",
+        "<p>Agents connect to the MCP endpoint <code>/mcp</code> (streamable HTTP). The HTTP API is under ",
+        "<code>/api</code> (send <code>Authorization: Bearer &lt;token&gt;</code>). Approval links ",
+        "(<code>/resume/…</code>) open in this browser.</p><p id=\"token\"></p>",
+        "<script>const t = new URLSearchParams(location.search).get(\"_token\");",
+        "if (t) { localStorage.setItem(\"executor:token\", t); history.replaceState(null, \"\", location.pathname); }",
+        "document.getElementById(\"token\").textContent = localStorage.getItem(\"executor:token\") ",
+        "? \"This browser holds the API token.\" : \"Open the link the server printed (it ends in ?_token=…) to sign this browser in.\";",
+        "</script></body></html>"
+    ))
+    .into_response()
 }
 
 async fn health() -> Response {
@@ -196,6 +239,7 @@ async fn create_connection(
             identity_label: body.identity_label,
             description: body.description,
             origin,
+            replace: body.replace,
         })
         .await?;
     ok(wire::connection(&created))
@@ -330,7 +374,9 @@ async fn remove_policy(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<wire::OwnerBody>,
 ) -> ApiResult {
-    engine.remove_policy(owner(&body.owner)?, &id).await?;
+    if !engine.remove_policy(owner(&body.owner)?, &id).await? {
+        return Err(executor_engine::EngineError::PolicyNotFound { id }.into());
+    }
     ok(json!({ "removed": true }))
 }
 

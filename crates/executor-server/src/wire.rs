@@ -228,7 +228,10 @@ pub(crate) fn auth_template_mode(raw: Option<&str>) -> Result<AuthTemplateMode, 
 
 // ---- request bodies -------------------------------------------------------------------------
 
+/// PATCH bodies name exactly what they change: an unknown field is a typo that would
+/// otherwise change nothing and answer 200.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct PatchIntegrationBody {
     #[serde(default)]
     pub(crate) name: Option<String>,
@@ -253,6 +256,9 @@ pub(crate) struct CreateConnectionBody {
     pub(crate) values: Option<BTreeMap<String, String>>,
     #[serde(default)]
     pub(crate) from: Option<FromBody>,
+    /// Replace a connection of the same (normalised) name instead of answering 409.
+    #[serde(default)]
+    pub(crate) replace: bool,
 }
 
 #[derive(Deserialize)]
@@ -263,7 +269,7 @@ pub(crate) struct FromBody {
 
 /// `absent` = unchanged, `null` = clear.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct PatchConnectionBody {
     #[serde(default, deserialize_with = "present")]
     pub(crate) description: Option<Option<String>>,
@@ -300,6 +306,7 @@ pub(crate) struct CreatePolicyBody {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct UpdatePolicyBody {
     pub(crate) owner: String,
     #[serde(default)]

@@ -23,14 +23,14 @@ mod vault;
 pub use executions::{
     ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, ExecutionSummary,
 };
-pub use sqlite::SqliteStore;
+pub use sqlite::{DataDirLock, SqliteStore};
 pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 
 /// Re-exported so callers can name these without depending on `executor-core` directly.
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -364,6 +364,17 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
         scope: &Scope,
         rec: &ConnectionRecord,
     ) -> Result<ConnectionRecord>;
+    /// Inserts a new connection marked as pending creation (cleared by [`Store::replace_tools`]
+    /// and [`Store::mark_sync_failed`]); `Err(AlreadyExists)` when `(owner, integration, name)`
+    /// is taken, and then nothing is written.
+    async fn insert_connection(
+        &self,
+        scope: &Scope,
+        rec: &ConnectionRecord,
+    ) -> Result<ConnectionRecord>;
+    /// Deletes the connections still pending creation (with their tools and definitions), in
+    /// every owner and subject of the tenant, and returns them: creates interrupted by a crash.
+    async fn take_pending_connections(&self, scope: &Scope) -> Result<Vec<ConnectionRecord>>;
     /// Outer `None` = unchanged, `Some(None)` = clear. `None` = not found.
     async fn update_connection_meta(
         &self,

@@ -100,20 +100,36 @@ impl SqliteStore {
     /// Secrets are sealed with [`MasterKey::load`] (`EXECUTOR_SECRET_KEY`, else
     /// `<data_dir>/secret.key`).
     pub async fn open(data_dir: &Path) -> Result<SqliteStore> {
-        std::fs::create_dir_all(data_dir)?;
-        let lock = OwnerLock::acquire(data_dir)?;
-        let key = MasterKey::load(data_dir)?;
-        Self::open_locked(data_dir, lock, key).await
+        let lock = Self::lock_data_dir(data_dir)?;
+        Self::open_with_lock(data_dir, lock).await
     }
 
     /// [`SqliteStore::open`] with a given master key.
     pub async fn open_with_key(data_dir: &Path, key: MasterKey) -> Result<SqliteStore> {
-        std::fs::create_dir_all(data_dir)?;
-        let lock = OwnerLock::acquire(data_dir)?;
-        Self::open_locked(data_dir, lock, key).await
+        let lock = Self::lock_data_dir(data_dir)?;
+        Self::open_locked(data_dir, lock.0, key).await
+    }
+
+    /// The first half of [`SqliteStore::open`]: creates `data_dir` (0700; an existing one with
+    /// looser permissions is tightened) and takes its owner lock, touching no database, so a
+    /// caller can check what else it needs (a port) before migrations run.
+    pub fn lock_data_dir(data_dir: &Path) -> Result<DataDirLock> {
+        prepare_data_dir(data_dir)?;
+        Ok(DataDirLock(OwnerLock::acquire(data_dir)?))
+    }
+
+    /// The second half of [`SqliteStore::open`]: the master key, the database and migrations.
+    pub async fn open_with_lock(data_dir: &Path, lock: DataDirLock) -> Result<SqliteStore> {
+        let key = MasterKey::load(data_dir)?;
+        Self::open_locked(data_dir, lock.0, key).await
     }
 
     async fn open_locked(data_dir: &Path, lock: OwnerLock, key: MasterKey) -> Result<SqliteStore> {
+        // SQLite gives the `-wal` and `-shm` files the main file's mode, whatever the umask.
+        private_file(&data_dir.join(DB_FILE))?;
+        for suffix in ["-wal", "-shm"] {
+            tighten_file(&data_dir.join(format!("{DB_FILE}{suffix}")))?;
+        }
         let options = SqliteConnectOptions::new()
             .filename(data_dir.join(DB_FILE))
             .create_if_missing(true)
@@ -178,6 +194,69 @@ impl SqliteStore {
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
     }
+}
+
+/// The owner lock of a data directory, taken by [`SqliteStore::lock_data_dir`] and handed to
+/// [`SqliteStore::open_with_lock`]; dropping it releases the directory.
+#[derive(Debug)]
+pub struct DataDirLock(OwnerLock);
+
+/// Credentials and tool data live here: the directory is the owner's alone (0700). One made by
+/// an older build (0755) is tightened, with a log line.
+fn prepare_data_dir(data_dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(data_dir)?;
+        let mode = std::fs::metadata(data_dir)?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))?;
+            tracing::info!(
+                path = %data_dir.display(),
+                from = format_args!("{mode:o}"),
+                "tightened the data directory to mode 700"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(data_dir)?;
+    Ok(())
+}
+
+/// Creates `path` empty with mode 0600 when missing, else tightens it to 0600.
+pub(crate) fn private_file(path: &Path) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options.open(path)?;
+    tighten_file(path)
+}
+
+/// Takes group and other permissions off an existing file (a missing one is fine).
+pub(crate) fn tighten_file(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = match std::fs::metadata(path) {
+            Ok(meta) => meta.permissions().mode() & 0o777,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            tracing::info!(path = %path.display(), from = format_args!("{mode:o}"), "tightened to mode 600");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// Schema-version guard, then migrations, then stamp the version.
@@ -610,6 +689,79 @@ impl Store for SqliteStore {
         connection_from_row(&row)
     }
 
+    async fn insert_connection(
+        &self,
+        scope: &Scope,
+        rec: &ConnectionRecord,
+    ) -> Result<ConnectionRecord> {
+        let subject = write_subject(scope, rec.owner)?;
+        let created = stamp(rec.created_at);
+        let row = sqlx::query(concat!(
+            "INSERT INTO connection (tenant, subject, pending_create, ",
+            connection_cols!(),
+            ") VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ",
+            connection_read_cols!()
+        ))
+        .bind(&scope.tenant)
+        .bind(subject)
+        .bind(rec.owner.as_str())
+        .bind(&rec.integration)
+        .bind(&rec.name)
+        .bind(&rec.template)
+        .bind(&rec.provider)
+        .bind(to_json(&rec.item_ids)?)
+        .bind(&rec.identity_label)
+        .bind(&rec.description)
+        .bind(opt_to_json(rec.last_health.as_ref())?)
+        .bind(rec.tools_synced_at)
+        .bind(rec.expires_at)
+        .bind(created)
+        .bind(if rec.updated_at == 0 {
+            created
+        } else {
+            rec.updated_at
+        })
+        .fetch_one(&self.writer)
+        .await;
+        match row {
+            Ok(row) => connection_from_row(&row),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn take_pending_connections(&self, scope: &Scope) -> Result<Vec<ConnectionRecord>> {
+        let mut tx = self.begin_write().await?;
+        let rows = sqlx::query(concat!(
+            "DELETE FROM connection WHERE tenant = ? AND pending_create = 1 RETURNING subject, ",
+            connection_read_cols!()
+        ))
+        .bind(&scope.tenant)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut taken = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let record = connection_from_row(row)?;
+            let subject: String = row.try_get("subject")?;
+            for sql in [
+                concat!("DELETE FROM tool WHERE ", conn_key!("connection")),
+                concat!("DELETE FROM definition WHERE ", conn_key!("connection")),
+            ] {
+                sqlx::query(sql)
+                    .bind(&scope.tenant)
+                    .bind(&record.integration)
+                    .bind(record.owner.as_str())
+                    .bind(&subject)
+                    .bind(&record.name)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            taken.push(record);
+        }
+        tx.commit().await?;
+        Ok(taken)
+    }
+
     async fn update_connection_meta(
         &self,
         scope: &Scope,
@@ -705,7 +857,7 @@ impl Store for SqliteStore {
 
         let mut tx = self.begin_write().await?;
         let synced = sqlx::query(concat!(
-            "UPDATE connection SET tools_synced_at = ?, \
+            "UPDATE connection SET tools_synced_at = ?, pending_create = 0, \
                last_health = CASE \
                  WHEN last_health IS NOT NULL \
                   AND substr(json_extract(last_health, '$.detail'), 1, ?) = ? THEN NULL \
@@ -797,7 +949,7 @@ impl Store for SqliteStore {
             "checkedAt": now,
         });
         sqlx::query(concat!(
-            "UPDATE connection SET tools_synced_at = ?, last_health = ? WHERE ",
+            "UPDATE connection SET tools_synced_at = ?, last_health = ?, pending_create = 0 WHERE ",
             conn_key!("name")
         ))
         .bind(now)

@@ -79,12 +79,15 @@ impl MasterKey {
 
     fn from_file(path: &Path) -> Result<Self> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Self::parse(&text).map_err(|_| {
+            Ok(text) => {
+                crate::sqlite::tighten_file(path)?;
+                Self::parse(&text).map_err(|_| {
                 StoreError::Config(format!(
                     "the key file {} is not a 32-byte key; restore it from a backup, or move the data directory aside to start afresh",
                     path.display()
                 ))
-            }),
+                })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key = Self::generate();
                 let mut options = std::fs::OpenOptions::new();

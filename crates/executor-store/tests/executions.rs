@@ -252,3 +252,58 @@ async fn code_is_sealed_at_rest() {
     assert_eq!(read.code, one.code);
     store.close().await;
 }
+
+/// Issue #17: journaled arguments and outcomes were stored in clear (tokens pasted into
+/// arguments, the data tools answered). They are sealed like the code; rows of older builds
+/// (plain JSON) still read.
+#[tokio::test]
+async fn journal_arguments_outcomes_and_pauses_are_sealed_and_old_rows_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let scope = Scope::local("t");
+    let rec = record("sealed", ExecutionStatus::Paused, 1);
+    let mut first = call(0, Some(json!({"resolve": "tool-data-m4rker"})));
+    first.args = json!({"token": "arg-m4rker"});
+    let mut second = call(1, None);
+    second.pause = Some(json!({"answers": [{"content": {"pin": "pause-m4rker"}}]}));
+    {
+        let store = SqliteStore::open(dir.path()).await.unwrap();
+        store
+            .save_execution(&scope, &rec, &[first.clone(), second.clone()])
+            .await
+            .unwrap();
+        let mut third = call(2, Some(json!({"resolve": "batch-m4rker"})));
+        third.args = json!({"q": "batch-arg-m4rker"});
+        store.save_execution_call("sealed", &third).await.unwrap();
+        let calls = store.execution_calls("sealed").await.unwrap();
+        assert_eq!(calls, [first.clone(), second.clone(), third]);
+        store.close().await;
+    }
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("m4rker"),
+            "journal data in clear on disk"
+        );
+    }
+    // A row an older build wrote in clear.
+    {
+        let options =
+            sqlx::sqlite::SqliteConnectOptions::new().filename(dir.path().join("data.db"));
+        let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+        sqlx::query(
+            "INSERT INTO execution_call (execution_id, seq, path, args, args_hash, outcome, pause, started_at) \
+             VALUES ('sealed', 3, 'a.org.main.t', '{\"q\":3}', 'h3', '{\"resolve\":3}', NULL, 10)",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+    }
+    let store = SqliteStore::open(dir.path()).await.unwrap();
+    let calls = store.execution_calls("sealed").await.unwrap();
+    assert_eq!(calls.len(), 4);
+    assert_eq!(calls[0], first);
+    assert_eq!(calls[3].args, json!({"q": 3}));
+    assert_eq!(calls[3].outcome, Some(json!({"resolve": 3})));
+    store.close().await;
+}

@@ -1238,3 +1238,88 @@ async fn concurrent_readers_and_writers() {
         t.await.unwrap();
     }
 }
+
+/// Issue #17 (kill during a create): a connection inserted as pending stays visible while its
+/// create runs; storing its tools (or its sync failure) settles it, and what is still pending
+/// at the next start is taken with its tools. A taken name is refused and nothing changes.
+#[tokio::test]
+async fn pending_connections_settle_or_are_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    let scope = alice();
+    store
+        .insert_integration(&scope, &integration("gh"))
+        .await
+        .unwrap();
+    let settled = connection(Owner::Org, "gh", "settled");
+    let failed = connection(Owner::Org, "gh", "failed");
+    let interrupted = connection(Owner::User, "gh", "interrupted");
+    for rec in [&settled, &failed, &interrupted] {
+        store.insert_connection(&scope, rec).await.unwrap();
+    }
+    let mut clash = connection(Owner::Org, "gh", "settled");
+    clash.provider = "other".to_owned();
+    assert!(matches!(
+        store.insert_connection(&scope, &clash).await,
+        Err(StoreError::AlreadyExists)
+    ));
+    assert_eq!(
+        store
+            .get_connection(&scope, &settled.key())
+            .await
+            .unwrap()
+            .unwrap()
+            .provider,
+        settled.provider
+    );
+    store
+        .replace_tools(&scope, &settled.key(), &[tool("a", "A")], &Map::new())
+        .await
+        .unwrap();
+    store
+        .mark_sync_failed(&scope, &failed.key(), "down")
+        .await
+        .unwrap();
+    // A tool stored for the interrupted one is taken with it.
+    store
+        .replace_tools(&scope, &interrupted.key(), &[tool("b", "B")], &Map::new())
+        .await
+        .unwrap();
+    store.mark_stale(&scope, &interrupted.key()).await.unwrap();
+    let raw = sqlx::SqlitePool::connect_with(
+        sqlx::sqlite::SqliteConnectOptions::new().filename(dir.path().join("data.db")),
+    )
+    .await
+    .unwrap();
+    sqlx::query("UPDATE connection SET pending_create = 1 WHERE name = 'interrupted'")
+        .execute(&raw)
+        .await
+        .unwrap();
+    raw.close().await;
+    let taken = store.take_pending_connections(&scope).await.unwrap();
+    assert_eq!(
+        taken.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["interrupted"]
+    );
+    let names: Vec<String> = store
+        .list_connections(&scope, Some("gh"), None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["failed", "settled"]);
+    let tools = store
+        .list_tools(&scope, &ToolFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    assert!(
+        store
+            .take_pending_connections(&scope)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.close().await;
+}

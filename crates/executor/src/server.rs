@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use executor_engine::{Engine, EngineConfig, JsThreads, ProvidersConfig};
-use executor_store::{Scope, SqliteStore, StoreError};
+use executor_store::{DataDirLock, Scope, SqliteStore, StoreError};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +49,9 @@ fn io_workers() -> usize {
 
 pub(crate) fn init_logging() {
     use tracing_subscriber::EnvFilter;
+    // `EXECUTOR_LOG` first, then the conventional `RUST_LOG`, else our default.
     let filter = EnvFilter::try_from_env("EXECUTOR_LOG")
+        .or_else(|_| EnvFilter::try_from_env("RUST_LOG"))
         .unwrap_or_else(|_| EnvFilter::new("warn,executor=info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -84,6 +86,18 @@ pub(crate) enum OpenError {
     Other(anyhow::Error),
 }
 
+/// Takes the data directory's owner lock (creating the directory 0700), touching no database.
+pub(crate) fn lock_data_dir(data_dir: &Path) -> Result<DataDirLock, OpenError> {
+    match SqliteStore::lock_data_dir(data_dir) {
+        Ok(lock) => Ok(lock),
+        Err(e @ StoreError::Locked { .. }) => Err(OpenError::Locked(e)),
+        Err(e) => Err(OpenError::Other(anyhow::Error::new(e).context(format!(
+            "opening the data directory {}",
+            data_dir.display()
+        )))),
+    }
+}
+
 /// Opens the data directory (taking the owner lock) and builds the engine over it. Must run
 /// inside the IO runtime.
 pub(crate) async fn open_engine(
@@ -93,9 +107,21 @@ pub(crate) async fn open_engine(
     pause_ttl: Duration,
     calls: executor_engine::CallLimitsConfig,
 ) -> Result<Opened, OpenError> {
-    let store = match SqliteStore::open(data_dir).await {
+    let lock = lock_data_dir(data_dir)?;
+    open_engine_locked(data_dir, lock, scope_dir, execution_timeout, pause_ttl).await
+}
+
+/// [`open_engine`] once the owner lock is held: migrations, the engine, and the undoing of
+/// creates a previous process died in.
+pub(crate) async fn open_engine_locked(
+    data_dir: &Path,
+    lock: DataDirLock,
+    scope_dir: &Path,
+    execution_timeout: Duration,
+    pause_ttl: Duration,
+) -> Result<Opened, OpenError> {
+    let store = match SqliteStore::open_with_lock(data_dir, lock).await {
         Ok(store) => Arc::new(store),
-        Err(e @ StoreError::Locked { .. }) => return Err(OpenError::Locked(e)),
         Err(e) => {
             return Err(OpenError::Other(anyhow::Error::new(e).context(format!(
                 "opening the data directory {}",
@@ -128,6 +154,19 @@ pub(crate) async fn open_engine(
             ..EngineConfig::with_js_timeout(execution_timeout)
         },
     );
+    // Before anything is served: a pending row now is a create nobody will answer, and MCP
+    // configs of older builds hold static credentials in clear.
+    let healed = match engine.discard_interrupted_creates().await {
+        Ok(_) => engine.seal_legacy_mcp_values().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = healed {
+        let opened = Opened { store, engine };
+        opened.close().await;
+        return Err(OpenError::Other(
+            anyhow::Error::new(e).context("repairing the data directory at start"),
+        ));
+    }
     Ok(Opened { store, engine })
 }
 
@@ -242,8 +281,22 @@ pub(crate) fn read_manifest(data_dir: &Path) -> Option<(u32, String)> {
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
-    let opened = match open_engine(
+    // The owner lock, then the port, and only then the database: a server that cannot serve
+    // (the directory is owned, the port taken) must not migrate a schema another process uses.
+    let lock = match lock_data_dir(&settings.data_dir) {
+        Ok(lock) => lock,
+        Err(OpenError::Locked(e)) => {
+            eprintln!("executor: {e}");
+            return Ok(ExitCode::from(3));
+        }
+        Err(OpenError::Other(e)) => return Err(e),
+    };
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(settings.bind))
+        .await
+        .with_context(|| format!("binding {}:{}", settings.bind.0, settings.bind.1))?;
+    let opened = match open_engine_locked(
         &settings.data_dir,
+        lock,
         &settings.scope_dir,
         settings.execution_timeout,
         settings.pause_ttl,
@@ -257,14 +310,6 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(3));
         }
         Err(OpenError::Other(e)) => return Err(e),
-    };
-    let listener = match tokio::net::TcpListener::bind(SocketAddr::from(settings.bind)).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            opened.close().await;
-            return Err(e)
-                .with_context(|| format!("binding {}:{}", settings.bind.0, settings.bind.1));
-        }
     };
     let local = listener.local_addr().context("reading the bound address")?;
     let token = match load_or_mint_token(&settings.data_dir) {
@@ -349,14 +394,24 @@ pub(crate) async fn wait_for_signal() {
 
 /// `daemon run` without `--foreground`: start a detached server, wait until it answers, report.
 pub(crate) fn spawn_background(settings: Settings) -> anyhow::Result<ExitCode> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
     use std::os::unix::process::CommandExt;
-    std::fs::create_dir_all(&settings.data_dir)
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&settings.data_dir)
         .with_context(|| format!("creating {}", settings.data_dir.display()))?;
     let log_path = settings.data_dir.join("daemon.log");
+    // The log may quote tool names and upstream errors: the owner's alone, like the database.
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(&log_path)
+        .and_then(|file| {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            Ok(file)
+        })
         .with_context(|| format!("opening {}", log_path.display()))?;
     let exe = std::env::current_exe().context("locating the executor binary")?;
     let (host, port) = settings.bind;

@@ -288,8 +288,8 @@ async fn a_pause_survives_a_restart_and_replays_its_journal() {
     assert_eq!(row["isError"], false, "{row}");
     assert!(row["durationMs"].as_i64().unwrap() >= 0, "{row}");
     server.stop().await;
+    // Redacted, and the journal is sealed at rest besides (issue #17).
     assert!(!data_dir_contains(dir.path(), b"s3cret"));
-    assert!(data_dir_contains(dir.path(), b"[REDACTED]"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

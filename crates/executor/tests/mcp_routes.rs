@@ -61,7 +61,8 @@ async fn config_replace_moves_the_server_and_revises_its_tools() {
     assert_eq!(used.len(), 1);
     assert!(used.is_disjoint(&first.ledger.deleted_session_ids()));
 
-    // Another endpoint, static headers, the input dialect for auth: stored canonical.
+    // Another endpoint, static headers, the input dialect for auth: stored canonical, the
+    // header's value sealed and shown masked (issue #17).
     let (status, body) = h
         .post(
             "/api/mcp/servers/fx/config",
@@ -75,7 +76,7 @@ async fn config_replace_moves_the_server_and_revises_its_tools() {
     assert_eq!(status, 200, "{body}");
     let expected = json!({
         "transport": "remote", "endpoint": second.url, "remoteTransport": "streamable-http",
-        "headers": {"X-Team": "t1"},
+        "headers": {"X-Team": "••••"},
         "authenticationTemplate": [{"kind": "none", "slug": "none"}],
     });
     assert_eq!(body, json!({"config": expected}));
@@ -565,11 +566,17 @@ async fn removing_a_server_removes_the_oauth_clients_only_it_used() {
         .await;
     assert_eq!(status, 200);
     assert_eq!(client_slugs(&h).await, ["manual"]);
-    // Unknown slugs succeed, as for any integration.
+    // An unknown slug is a 404, as for any integration (issue #17).
     let (status, body) = h
         .call(reqwest::Method::DELETE, "/api/mcp/servers/nope", None)
         .await;
-    assert_eq!((status, body), (200, json!({"removed": true})));
+    assert_eq!(
+        (status, body),
+        (
+            404,
+            json!({"_tag": "IntegrationNotFoundError", "slug": "nope"})
+        )
+    );
 }
 
 /// An endpoint that answers every request 403 with an RFC 6750 `insufficient_scope` challenge.

@@ -502,7 +502,7 @@ async fn openapi_by_url_journey() {
     let (status, _) = h
         .post(
             "/api/connections",
-            json!({"owner": "org", "name": "wrong", "integration": "pet_store", "template": "apikey-0", "value": "s3cret"}),
+            json!({"owner": "org", "name": "wrong", "integration": "pet_store", "template": "apikey-0", "value": "s3cret", "replace": true}),
         )
         .await;
     assert_eq!(status, 200);

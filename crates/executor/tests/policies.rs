@@ -130,17 +130,15 @@ async fn policies_gate_tool_calls() {
         .collect();
     assert_eq!(owners.first(), Some(&"user"), "{all}");
 
-    // Deleting is idempotent.
-    for _ in 0..2 {
-        let (status, body) = h
-            .call(
-                reqwest::Method::DELETE,
-                &format!("/api/policies/{id}"),
-                Some(json!({"owner":"org"})),
-            )
-            .await;
-        assert_eq!((status, body), (200, json!({"removed": true})));
-    }
+    // Deleting removes it once; a second delete finds nothing (issue #17: it answered
+    // `removed` for any id).
+    let path = format!("/api/policies/{id}");
+    let delete = || h.call(reqwest::Method::DELETE, &path, Some(json!({"owner":"org"})));
+    assert_eq!(delete().await, (200, json!({"removed": true})));
+    assert_eq!(
+        delete().await,
+        (404, json!({"_tag": "PolicyNotFoundError", "policyId": id}))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -52,11 +52,12 @@ pub(super) fn create_input() -> Value {
         "type": "object",
         "properties": {
             "owner": owner_schema(),
-            "name": {"type": "string", "description": "Connection name; normalised to camelCase."},
+            "name": {"type": "string", "description": "Connection name; normalised to camelCase (letters of any script and digits are kept)."},
             "integration": {"type": "string"},
             "template": {"type": "string", "description": "An auth method slug of the integration, or \"none\"."},
             "identityLabel": {"type": ["string", "null"]},
             "description": {"type": ["string", "null"]},
+            "replace": {"type": "boolean", "description": "Replace a connection of the same name (credentials included); without it a taken name is an error."},
             "from": item_ref_schema(),
             "inputs": {
                 "type": "object",
@@ -154,6 +155,7 @@ pub(super) async fn create(engine: &Engine, args: &Value) -> CoreResult {
             "description",
             "from",
             "inputs",
+            "replace",
         ],
     )?;
     let origin = match (a.get("from"), a.get("inputs")) {
@@ -191,6 +193,7 @@ pub(super) async fn create(engine: &Engine, args: &Value) -> CoreResult {
         identity_label: a.str("identityLabel")?,
         description: a.str("description")?,
         origin,
+        replace: a.bool("replace")?.unwrap_or(false),
     };
     let created = engine.create_connection(input).await?;
     Ok(connection_json(&created))

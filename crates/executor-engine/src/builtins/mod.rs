@@ -100,7 +100,7 @@ pub(crate) const STATIC_TOOLS: &[StaticTool] = &[
     },
     StaticTool {
         fqid: "executor.coreTools.connections.create",
-        description: "Create or replace a connection: { owner, name, integration, template, from: { provider, id } } or inputs: { <variable>: { provider, id } | \"<pasted value>\" } (one provider for all inputs). template \"none\" needs no origin. For API keys a person should type, use connections.createHandoff; for OAuth, oauth.start.",
+        description: "Create a connection (replace: true replaces one of the same name): { owner, name, integration, template, from: { provider, id } } or inputs: { <variable>: { provider, id } | \"<pasted value>\" } (one provider for all inputs). template \"none\" needs no origin. For API keys a person should type, use connections.createHandoff; for OAuth, oauth.start.",
         input_schema: connections::create_input,
         requires_approval: true,
     },

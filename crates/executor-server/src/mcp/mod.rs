@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::response::Html;
 use axum::routing::get;
 use executor_engine::Engine;
@@ -94,46 +94,57 @@ pub(crate) fn router(
     cancel: CancellationToken,
 ) -> Router {
     Router::new()
-        .nest_service(
-            "/mcp",
-            http_service(engine.clone(), extra_allowed_hosts, cancel),
-        )
+        .nest_service("/mcp", http_service(engine, extra_allowed_hosts, cancel))
         .route("/resume/{id}", get(resume_page))
-        .with_state(engine)
 }
 
 /// A minimal approval page for browser-mode pauses: approve or decline; a downstream server's
-/// form (its requested schema's properties as inputs) or URL is shown with it.
-async fn resume_page(State(engine): State<Engine>, Path(id): Path<String>) -> Html<String> {
+/// form (its requested schema's properties as inputs) or URL is shown with it. The page is
+/// public (it is opened from a link) but holds nothing of the execution: the paused call's
+/// message and form come from `GET /api/executions/:id`, which needs the bearer token.
+async fn resume_page(Path(id): Path<String>) -> Html<String> {
     let id_html = escape(&id);
-    let body = match engine.paused_execution(&id).await {
-        Ok(paused) => {
-            let interaction = &paused.structured["interaction"];
-            let message = interaction["message"]
-                .as_str()
-                .unwrap_or(&paused.text)
-                .to_owned();
-            let id_js = serde_json::to_string(&id).unwrap_or_default().replace('<', "\\u003c");
-            let url = interaction["url"].as_str().map(|url| {
-                format!(
-                    "<p>Open this page and finish there: <a href=\"{0}\" target=\"_blank\" rel=\"noopener\">{0}</a></p>",
-                    escape(url)
-                )
-            });
-            let fields = form_fields(&interaction["requestedSchema"]);
-            format!(
-                r##"<p>An agent asks for your approval:</p>
-<pre>{}</pre>
-{}<form id="form">{}</form>
-<p><button id="approve">Approve</button> <button id="decline">Decline</button></p>
-<p id="status"></p>
+    let id_js = serde_json::to_string(&id)
+        .unwrap_or_default()
+        .replace('<', "\\u003c");
+    Html(format!(
+        r##"<!doctype html><html><head><meta charset="utf-8"><title>Executor approval {id_html}</title></head>
+<body style="font-family:sans-serif;max-width:50rem;margin:2rem auto"><h1>Approval</h1><p><code>{id_html}</code></p>
+<div id="pause" hidden><p>An agent asks for your approval:</p>
+<pre id="message"></pre>
+<p id="link" hidden>Open this page and finish there: <a id="url" target="_blank" rel="noopener"></a></p>
+<form id="form"></form>
+<p><button id="approve">Approve</button> <button id="decline">Decline</button></p></div>
+<p id="status">Loading…</p>
 <script>
 const id = {id_js};
+const api = "/api/executions/" + encodeURIComponent(id);
 // The API wants the server's bearer token: taken once from a `?_token=` link (the one
 // `executor web` prints) and kept in this browser.
 const fromLink = new URLSearchParams(location.search).get("_token");
 if (fromLink) {{ localStorage.setItem("executor:token", fromLink); history.replaceState(null, "", location.pathname); }}
 const token = localStorage.getItem("executor:token");
+const auth = token ? {{authorization: "Bearer " + token}} : {{}};
+const status = document.getElementById("status");
+const signIn = "Not signed in: open the link `executor web` printed (it ends in ?_token=…) once in this browser, then reload.";
+function field(name, prop, required) {{
+  const kind = typeof prop.type === "string" ? prop.type : "string";
+  let input;
+  if (Array.isArray(prop.enum)) {{
+    input = document.createElement("select");
+    for (const o of prop.enum) if (typeof o === "string") {{ const opt = document.createElement("option"); opt.textContent = o; input.append(opt); }}
+  }} else {{
+    input = document.createElement("input");
+    input.type = kind === "boolean" ? "checkbox" : (kind === "number" || kind === "integer") ? "number" : "text";
+  }}
+  input.name = name;
+  input.dataset.kind = kind;
+  const label = document.createElement("label");
+  label.append((prop.title || prop.description || name) + (required ? " *" : ""), document.createElement("br"), input);
+  const p = document.createElement("p");
+  p.append(label);
+  return p;
+}}
 function content() {{
   const out = {{}};
   for (const el of document.querySelectorAll("#form [name]")) {{
@@ -145,85 +156,44 @@ function content() {{
   }}
   return out;
 }}
+async function load() {{
+  const r = await fetch(api, {{headers: auth}});
+  if (r.status === 401) {{ status.textContent = signIn; return; }}
+  if (!r.ok) {{ status.textContent = "This execution is not waiting for approval (it was answered already, or it is unknown)."; return; }}
+  const paused = await r.json();
+  const interaction = (paused.structured && paused.structured.interaction) || {{}};
+  document.getElementById("message").textContent = typeof interaction.message === "string" ? interaction.message : paused.text;
+  if (typeof interaction.url === "string") {{
+    const a = document.getElementById("url");
+    a.href = interaction.url; a.textContent = interaction.url;
+    document.getElementById("link").hidden = false;
+  }}
+  const schema = interaction.requestedSchema || {{}};
+  const required = Array.isArray(schema.required) ? schema.required : [];
+  const form = document.getElementById("form");
+  for (const [name, prop] of Object.entries(schema.properties || {{}})) form.append(field(name, prop || {{}}, required.includes(name)));
+  document.getElementById("pause").hidden = false;
+  status.textContent = "";
+}}
 async function answer(action) {{
   for (const b of document.querySelectorAll("button")) b.disabled = true;
-  document.getElementById("status").textContent = "Sending…";
+  status.textContent = "Sending…";
   const body = action === "accept" ? {{action, content: content()}} : {{action}};
-  const r = await fetch("/api/executions/" + encodeURIComponent(id) + "/resume", {{
+  const r = await fetch(api + "/resume", {{
     method: "POST",
-    headers: {{"content-type": "application/json", ...(token ? {{authorization: "Bearer " + token}} : {{}})}},
+    headers: {{"content-type": "application/json", ...auth}},
     body: JSON.stringify(body)
   }});
-  document.getElementById("status").textContent = r.ok
+  status.textContent = r.ok
     ? (action === "accept" ? "Approved." : "Declined.") + " You can return to your agent."
-    : r.status === 401
-      ? "Not signed in: open the link `executor web` printed (it ends in ?_token=…) once in this browser, then reload."
-      : "Failed: HTTP " + r.status;
+    : r.status === 401 ? signIn : "Failed: HTTP " + r.status;
 }}
 document.getElementById("form").onsubmit = (e) => e.preventDefault();
 document.getElementById("approve").onclick = () => answer("accept");
 document.getElementById("decline").onclick = () => answer("decline");
-</script>"##,
-                escape(&message),
-                url.unwrap_or_default(),
-                fields,
-            )
-        }
-        Err(_) => "<p>This execution is not waiting for approval (it was answered already, or it is unknown).</p>".to_owned(),
-    };
-    Html(format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Executor approval {id_html}</title></head>\
-<body style=\"font-family:sans-serif;max-width:50rem;margin:2rem auto\"><h1>Approval</h1><p><code>{id_html}</code></p>{body}</body></html>"
+load().catch((e) => {{ status.textContent = "Failed: " + e; }});
+</script></body></html>"##
     ))
-}
-
-/// One labelled input per property of an elicitation's requested schema (primitive types and
-/// enums, as MCP allows).
-fn form_fields(schema: &serde_json::Value) -> String {
-    let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) else {
-        return String::new();
-    };
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(|r| r.as_array())
-        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
-        .unwrap_or_default();
-    let mut html = String::new();
-    for (name, prop) in properties {
-        let kind = prop
-            .get("type")
-            .and_then(|t| t.as_str())
-            .unwrap_or("string");
-        let label = prop
-            .get("title")
-            .or_else(|| prop.get("description"))
-            .and_then(|t| t.as_str())
-            .unwrap_or(name);
-        let star = if required.contains(&name.as_str()) {
-            " *"
-        } else {
-            ""
-        };
-        let attrs = format!("name=\"{}\" data-kind=\"{}\"", escape(name), escape(kind));
-        let input = match (kind, prop.get("enum").and_then(|e| e.as_array())) {
-            (_, Some(options)) => format!(
-                "<select {attrs}>{}</select>",
-                options
-                    .iter()
-                    .filter_map(|o| o.as_str())
-                    .map(|o| format!("<option>{}</option>", escape(o)))
-                    .collect::<String>()
-            ),
-            ("boolean", None) => format!("<input type=\"checkbox\" {attrs}>"),
-            ("number" | "integer", None) => format!("<input type=\"number\" {attrs}>"),
-            _ => format!("<input type=\"text\" {attrs}>"),
-        };
-        html.push_str(&format!(
-            "<p><label>{}{star}<br>{input}</label></p>",
-            escape(label)
-        ));
-    }
-    html
 }
 
 fn escape(s: &str) -> String {

@@ -9,7 +9,7 @@ use super::{SqliteStore, opt_json, opt_to_json, parse_json, to_json};
 use crate::executions::{
     ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, ExecutionSummary,
 };
-use crate::{Result, Scope, StoreError};
+use crate::{MasterKey, Result, Scope, StoreError};
 
 macro_rules! execution_cols {
     () => {
@@ -89,17 +89,64 @@ fn execution_from_row(row: &SqliteRow) -> Result<ExecutionRecord> {
     })
 }
 
-fn call_from_row(row: &SqliteRow) -> Result<ExecutionCallRecord> {
+fn call_from_row(
+    key: &MasterKey,
+    execution_id: &str,
+    row: &SqliteRow,
+) -> Result<ExecutionCallRecord> {
+    let seq: i64 = row.try_get("seq")?;
+    let open = |field: &str, text: String| open_call_field(key, execution_id, seq, field, text);
     Ok(ExecutionCallRecord {
-        seq: row.try_get("seq")?,
+        seq,
         path: row.try_get("path")?,
-        args: parse_json(row.try_get::<&str, _>("args")?)?,
+        args: parse_json(&open("args", row.try_get("args")?)?)?,
         args_hash: row.try_get("args_hash")?,
-        outcome: opt_json(row.try_get("outcome")?)?,
-        pause: opt_json(row.try_get("pause")?)?,
+        outcome: opt_json(
+            row.try_get::<Option<String>, _>("outcome")?
+                .map(|t| open("outcome", t))
+                .transpose()?,
+        )?,
+        pause: opt_json(
+            row.try_get::<Option<String>, _>("pause")?
+                .map(|t| open("pause", t))
+                .transpose()?,
+        )?,
         started_at: row.try_get("started_at")?,
         duration_ms: row.try_get("duration_ms")?,
     })
+}
+
+/// The vault item id a journaled call's field is sealed under (its associated data). The
+/// journal is written without a tenant at hand; execution ids are unique across tenants.
+fn call_item(execution_id: &str, seq: i64, field: &str) -> String {
+    format!("execution:{execution_id}:call:{seq}:{field}")
+}
+
+/// Arguments, outcomes and pauses carry what tools were given and answered (tokens pasted into
+/// arguments, the data a tool returned), so they are sealed at rest like the code.
+fn seal_call_field(
+    key: &MasterKey,
+    execution_id: &str,
+    seq: i64,
+    field: &str,
+    json: String,
+) -> Result<String> {
+    key.seal("", &call_item(execution_id, seq, field), &json)
+}
+
+/// Rows written before the journal was sealed hold JSON, which never starts with the prefix.
+fn open_call_field(
+    key: &MasterKey,
+    execution_id: &str,
+    seq: i64,
+    field: &str,
+    text: String,
+) -> Result<String> {
+    if text.starts_with(crate::vault::SEALED_PREFIX) {
+        key.open("", &call_item(execution_id, seq, field), &text)
+    } else {
+        Ok(text)
+    }
 }
 
 type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
@@ -156,17 +203,28 @@ fn bind_execution<'q>(
 
 fn bind_call<'q>(
     query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    key: &MasterKey,
     execution_id: &'q str,
     call: &'q ExecutionCallRecord,
 ) -> Result<sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>> {
+    let seal =
+        |field: &str, json: String| seal_call_field(key, execution_id, call.seq, field, json);
     Ok(query
         .bind(execution_id)
         .bind(call.seq)
         .bind(&call.path)
-        .bind(to_json(&call.args)?)
+        .bind(seal("args", to_json(&call.args)?)?)
         .bind(&call.args_hash)
-        .bind(opt_to_json(call.outcome.as_ref())?)
-        .bind(opt_to_json(call.pause.as_ref())?)
+        .bind(
+            opt_to_json(call.outcome.as_ref())?
+                .map(|j| seal("outcome", j))
+                .transpose()?,
+        )
+        .bind(
+            opt_to_json(call.pause.as_ref())?
+                .map(|j| seal("pause", j))
+                .transpose()?,
+        )
         .bind(call.started_at)
         .bind(call.duration_ms))
 }
@@ -186,6 +244,7 @@ const CALL_CONFLICT: &str = " ON CONFLICT (execution_id, seq) DO UPDATE SET \
 /// 100-call execution costs 4 statements (each a round trip to SQLite's thread), not 100.
 async fn insert_calls(
     tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    key: &MasterKey,
     calls: &[(&str, &ExecutionCallRecord)],
 ) -> Result<()> {
     let mut rest = calls;
@@ -202,7 +261,7 @@ async fn insert_calls(
         sql.push_str(CALL_CONFLICT);
         let mut query = sqlx::query(AssertSqlSafe(sql));
         for (id, call) in chunk {
-            query = bind_call(query, id, call)?;
+            query = bind_call(query, key, id, call)?;
         }
         query.execute(&mut **tx).await?;
         rest = tail;
@@ -240,7 +299,7 @@ impl ExecutionStore for SqliteStore {
             calls.iter().map(|c| (rec.id.as_str(), c)).collect();
         let mut tx = self.begin_write().await?;
         row.execute(&mut *tx).await?;
-        insert_calls(&mut tx, &calls).await?;
+        insert_calls(&mut tx, &self.key, &calls).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -288,7 +347,7 @@ impl ExecutionStore for SqliteStore {
                 .iter()
                 .flat_map(|(rec, calls)| calls.iter().map(move |c| (rec.id.as_str(), c)))
                 .collect();
-            insert_calls(&mut tx, &calls).await?;
+            insert_calls(&mut tx, &self.key, &calls).await?;
             rest = tail;
         }
         tx.commit().await?;
@@ -300,7 +359,7 @@ impl ExecutionStore for SqliteStore {
         execution_id: &str,
         call: &ExecutionCallRecord,
     ) -> Result<()> {
-        bind_call(sqlx::query(UPSERT_CALL), execution_id, call)?
+        bind_call(sqlx::query(UPSERT_CALL), &self.key, execution_id, call)?
             .execute(&self.writer)
             .await?;
         Ok(())
@@ -334,7 +393,9 @@ impl ExecutionStore for SqliteStore {
         .bind(execution_id)
         .fetch_all(&self.reader)
         .await?;
-        rows.iter().map(call_from_row).collect()
+        rows.iter()
+            .map(|row| call_from_row(&self.key, execution_id, row))
+            .collect()
     }
 
     async fn claim_paused_execution(&self, scope: &Scope, id: &str, now: i64) -> Result<bool> {
