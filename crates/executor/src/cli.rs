@@ -103,6 +103,13 @@ struct ServeFlags {
     /// Requests with any other Host or browser Origin get 403 (DNS-rebinding protection).
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
+    /// Most `/mcp` sessions alive at once; over it the longest idle one is closed, and when all
+    /// are busy `initialize` is refused with a JSON-RPC error.
+    #[arg(long, env = "EXECUTOR_MAX_MCP_SESSIONS", default_value_t = executor_server::McpSessionLimits::DEFAULT_TOTAL)]
+    max_mcp_sessions: usize,
+    /// Most `/mcp` sessions alive at once for one bearer token (same rules).
+    #[arg(long, env = "EXECUTOR_MAX_MCP_SESSIONS_PER_TOKEN", default_value_t = executor_server::McpSessionLimits::DEFAULT_PER_TOKEN)]
+    max_mcp_sessions_per_token: usize,
 }
 
 /// Everything the server needs, validated.
@@ -113,6 +120,7 @@ pub(crate) struct Settings {
     pub(crate) execution_timeout: Duration,
     pub(crate) pause_ttl: Duration,
     pub(crate) allowed_hosts: Vec<String>,
+    pub(crate) mcp_sessions: executor_server::McpSessionLimits,
 }
 
 impl ServeFlags {
@@ -130,8 +138,22 @@ impl ServeFlags {
             execution_timeout: execution_timeout(&self.execution_timeout)?,
             pause_ttl: pause_ttl(&self.pause_ttl)?,
             allowed_hosts: self.allowed_hosts.clone(),
+            mcp_sessions: mcp_session_limits(
+                self.max_mcp_sessions,
+                self.max_mcp_sessions_per_token,
+            )?,
         })
     }
+}
+
+fn mcp_session_limits(
+    total: usize,
+    per_token: usize,
+) -> anyhow::Result<executor_server::McpSessionLimits> {
+    if total == 0 || per_token == 0 {
+        bail!("--max-mcp-sessions and --max-mcp-sessions-per-token must be at least 1");
+    }
+    Ok(executor_server::McpSessionLimits { total, per_token })
 }
 
 fn execution_timeout(raw: &str) -> anyhow::Result<Duration> {

@@ -37,6 +37,7 @@ pub struct Options {
     pub auth_token: Option<String>,
     /// The `file` credential provider's JSON file; `<data dir>/auth.json` when `None`.
     pub auth_file: Option<std::path::PathBuf>,
+    pub mcp_sessions: executor_server::McpSessionLimits,
 }
 
 impl Default for Options {
@@ -47,6 +48,7 @@ impl Default for Options {
             dir: None,
             auth_token: None,
             auth_file: None,
+            mcp_sessions: executor_server::McpSessionLimits::default(),
         }
     }
 }
@@ -104,6 +106,7 @@ impl Harness {
             executor_server::ServeConfig {
                 allowed_hosts: options.allowed_hosts,
                 auth_token: options.auth_token.clone(),
+                mcp_sessions: options.mcp_sessions,
             },
             shutdown.clone(),
             Duration::from_secs(5),
