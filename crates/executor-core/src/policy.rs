@@ -291,6 +291,44 @@ pub fn count_matches<'a>(
 // Rules and resolution
 // ---------------------------------------------------------------------------------------------
 
+/// Who wrote a rule. A person writes through the HTTP API (the console); an agent through the
+/// `policies.*` core tools from inside an execution. An agent's rule never loosens a person's
+/// `block` (see [`PolicySet::resolve`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PolicyAuthor {
+    #[default]
+    Person,
+    Agent,
+}
+
+impl PolicyAuthor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyAuthor::Person => "person",
+            PolicyAuthor::Agent => "agent",
+        }
+    }
+}
+
+impl fmt::Display for PolicyAuthor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PolicyAuthor {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "person" => Ok(PolicyAuthor::Person),
+            "agent" => Ok(PolicyAuthor::Agent),
+            other => Err(format!(
+                "policy author must be \"person\" or \"agent\", got {other:?}"
+            )),
+        }
+    }
+}
+
 /// One stored rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyRule {
@@ -300,6 +338,7 @@ pub struct PolicyRule {
     pub action: PolicyAction,
     /// Fractional-indexing key; lower sorts first and takes precedence.
     pub position: String,
+    pub author: PolicyAuthor,
 }
 
 /// Which rule decided a tool's action.
@@ -311,6 +350,7 @@ pub enum Decision {
         rule_id: String,
         pattern: String,
         owner: Owner,
+        author: PolicyAuthor,
     },
     /// No rule matched: the plugin's `requiresApproval` annotation decides.
     PluginDefault { action: PolicyAction },
@@ -354,6 +394,7 @@ impl Decision {
             rule_id: rule.id.clone(),
             pattern: rule.pattern.as_str().to_owned(),
             owner: rule.owner,
+            author: rule.author,
         }
     }
 }
@@ -377,6 +418,8 @@ pub struct PolicySet {
     rules: Vec<PolicyRule>,
     /// `rules[..user_len]` are the user's.
     user_len: usize,
+    /// Some rule was written by an agent, so resolution also consults the people's rules alone.
+    has_agent_rules: bool,
 }
 
 impl PolicySet {
@@ -388,7 +431,12 @@ impl PolicySet {
                 .then_with(|| by_position(a, b))
         });
         let user_len = rules.partition_point(|r| r.owner == Owner::User);
-        Self { rules, user_len }
+        let has_agent_rules = rules.iter().any(|r| r.author == PolicyAuthor::Agent);
+        Self {
+            rules,
+            user_len,
+            has_agent_rules,
+        }
     }
 
     /// All rules in listing order (user first, then org, each by position).
@@ -423,10 +471,41 @@ impl PolicySet {
     /// most restrictive of those wins, so a user rule can never loosen an org rule (on a tie the
     /// user's rule, listed first, is reported). No match → the plugin default: `require_approval`
     /// when the tool's annotation says so, else `approve`.
+    ///
+    /// Rules written by agents cannot loosen a `block` written by a person: when the people's
+    /// rules alone resolve to `block`, that block stands whatever agent rules precede it. The
+    /// people's own exceptions still hold (a person's `approve` above a person's broader `block`
+    /// is resolved among people's rules first), and an agent may still tighten anything.
     pub fn resolve(&self, tool_id: &str, requires_approval_by_default: bool) -> Decision {
-        let user = self.first_match(Owner::User, tool_id);
-        let org = self.first_match(Owner::Org, tool_id);
-        let winner = match (user, org) {
+        let decision = self.resolve_among(tool_id, requires_approval_by_default, |_| true);
+        if self.has_agent_rules && decision.action() != PolicyAction::Block {
+            let people = self.resolve_people(tool_id, requires_approval_by_default);
+            if people.action() == PolicyAction::Block {
+                return people;
+            }
+        }
+        decision
+    }
+
+    /// The decision of the rules people wrote, as if agents had written none.
+    pub fn resolve_people(&self, tool_id: &str, requires_approval_by_default: bool) -> Decision {
+        self.resolve_among(tool_id, requires_approval_by_default, |r| {
+            r.author == PolicyAuthor::Person
+        })
+    }
+
+    fn resolve_among(
+        &self,
+        tool_id: &str,
+        requires_approval_by_default: bool,
+        counts: impl Fn(&PolicyRule) -> bool,
+    ) -> Decision {
+        let first = |owner| {
+            self.rules_of(owner)
+                .iter()
+                .find(|r| counts(r) && r.pattern.matches(tool_id))
+        };
+        let winner = match (first(Owner::User), first(Owner::Org)) {
             (Some(u), Some(o)) => Some(if o.action > u.action { o } else { u }),
             (one, None) | (None, one) => one,
         };

@@ -3,8 +3,8 @@
 
 use executor_core::Owner;
 use executor_core::policy::{
-    Decision, PatternError, PolicyAction, PolicyPattern, PolicyRule, PolicySet, PositionError,
-    count_matches, default_position, key_between, policy_id, validate_position,
+    Decision, PatternError, PolicyAction, PolicyAuthor, PolicyPattern, PolicyRule, PolicySet,
+    PositionError, count_matches, default_position, key_between, policy_id, validate_position,
 };
 use proptest::prelude::*;
 
@@ -21,6 +21,7 @@ fn rule(id: &str, owner: Owner, pattern: &str, action: PolicyAction, position: &
         pattern: pat(pattern),
         action,
         position: position.to_owned(),
+        author: PolicyAuthor::Person,
     }
 }
 
@@ -479,6 +480,77 @@ fn plugin_default_applies_only_when_nothing_matches() {
     assert_eq!(decision.pattern(), None);
 }
 
+fn agent_rule(
+    id: &str,
+    owner: Owner,
+    pattern: &str,
+    action: PolicyAction,
+    position: &str,
+) -> PolicyRule {
+    PolicyRule {
+        author: PolicyAuthor::Agent,
+        ..rule(id, owner, pattern, action, position)
+    }
+}
+
+/// Issue #17 (5): an agent's `*` → approve at position 0 had lifted a person's block.
+#[test]
+fn an_agent_rule_never_loosens_a_persons_block() {
+    let set = PolicySet::new(vec![
+        agent_rule("agent_tight", Owner::Org, "linear.*", Block, "0"),
+        agent_rule("agent_all", Owner::Org, "*", Approve, "1"),
+        agent_rule("agent_user", Owner::User, "github.*", Approve, "0"),
+        rule(
+            "person_ok",
+            Owner::Org,
+            "github.org.main.read",
+            Approve,
+            "a0",
+        ),
+        rule("person_block", Owner::Org, "github.*", Block, "a1"),
+        rule("person_ask", Owner::Org, "slack.*", RequireApproval, "a2"),
+    ]);
+    let table: &[ResolveCase] = &[
+        // The person's block stands, whichever owner's agent rule comes first.
+        (
+            "github.org.main.write",
+            false,
+            (Block, Some("person_block")),
+        ),
+        // The person's own exception above their block still holds.
+        ("github.org.main.read", false, (Approve, Some("agent_user"))),
+        // Agents may tighten.
+        ("linear.org.main.x", false, (Block, Some("agent_tight"))),
+        // Only blocks are protected: other decisions follow the usual order.
+        ("slack.org.main.x", true, (Approve, Some("agent_all"))),
+        ("notion.org.main.x", true, (Approve, Some("agent_all"))),
+    ];
+    for &(tool_id, default, expected) in table {
+        check_resolve(&set, tool_id, default, expected);
+    }
+    assert_eq!(
+        set.resolve_people("github.org.main.read", false).rule_id(),
+        Some("person_ok")
+    );
+    assert_eq!(
+        set.resolve_people("notion.org.main.x", true),
+        Decision::PluginDefault {
+            action: RequireApproval
+        }
+    );
+    // The same rules written by a person resolve by position alone.
+    let people = PolicySet::new(vec![
+        rule("all", Owner::Org, "*", Approve, "0"),
+        rule("person_block", Owner::Org, "github.*", Block, "a1"),
+    ]);
+    check_resolve(
+        &people,
+        "github.org.main.write",
+        false,
+        (Approve, Some("all")),
+    );
+}
+
 #[test]
 fn decision_names_the_rule_and_owner() {
     let set = PolicySet::new(vec![
@@ -494,6 +566,7 @@ fn decision_names_the_rule_and_owner() {
             rule_id: "u".into(),
             pattern: "github.*".into(),
             owner: Owner::User,
+            author: PolicyAuthor::Person,
         }
     );
     assert_eq!(decision.source(), "user");

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use executor_core::policy::{Decision, PolicyAction};
+use executor_core::policy::{Decision, PolicyAction, PolicySet};
 use executor_core::{ToolAddress, ToolError, ToolOutcome};
 use executor_mcp::ExecutionScope;
 use executor_sandbox::{HostCalls, HostReply};
@@ -172,6 +172,7 @@ pub(crate) async fn dispatch(
             policy_id: tool.fqid,
             address: tool.fqid,
             requires_approval: tool.requires_approval,
+            needs_person: tool.needs_person,
             approval_description: None,
         };
         if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
@@ -215,6 +216,7 @@ pub(crate) async fn dispatch(
         policy_id: &policy_id,
         address: &full_address,
         requires_approval: requires_approval(&tool),
+        needs_person: false,
         approval_description: annotation_str(&tool, "approvalDescription"),
     };
     if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
@@ -376,22 +378,36 @@ struct Gate<'a> {
     /// How approvals name the tool.
     address: &'a str,
     requires_approval: bool,
+    /// Only a person's approval, or a person's `approve` rule naming this exact tool, lets it
+    /// run ([`crate::builtins::StaticTool::needs_person`]).
+    needs_person: bool,
     approval_description: Option<&'a str>,
 }
 
 impl Gate<'_> {
+    /// Whether an `approve` decision may skip asking: always for ordinary tools; for tools that
+    /// need a person only when the people's rules alone approve it by a rule naming the tool
+    /// exactly, so that neither `*` nor a rule an agent wrote for itself lifts the question.
+    fn approve_covers(&self, set: &PolicySet) -> bool {
+        !self.needs_person
+            || matches!(set.resolve_people(self.policy_id, self.requires_approval),
+                Decision::Rule { pattern, action: PolicyAction::Approve, .. }
+                if pattern == self.policy_id)
+    }
+
     async fn pass(
         &self,
         engine: &crate::Engine,
         ctx: &ExecutionCtx,
         args: &Value,
     ) -> Result<(), HostReply> {
-        let decision = engine
-            .decide(self.policy_id, self.requires_approval)
+        let set = engine
+            .policy_set()
             .await
             .map_err(|e| HostReply::Reject(internal_tool_error(&e.to_string())))?;
+        let decision = set.resolve(self.policy_id, self.requires_approval);
         let head = match (&decision, decision.action()) {
-            (_, PolicyAction::Approve) => return Ok(()),
+            (_, PolicyAction::Approve) if self.approve_covers(&set) => return Ok(()),
             (Decision::Rule { pattern, .. }, PolicyAction::Block) => {
                 return Err(HostReply::Resolve(
                     ToolOutcome::Err(
@@ -414,7 +430,11 @@ impl Gate<'_> {
                     .to_json(),
                 ));
             }
-            _ if ctx.auto_approve => return Ok(()),
+            _ if ctx.auto_approve && !self.needs_person => return Ok(()),
+            _ if self.needs_person => format!(
+                "Approve {}? (a person decides each call of this tool: autoApprove and wildcard or agent-written rules do not cover it)",
+                self.address
+            ),
             (Decision::Rule { pattern, .. }, _) => {
                 format!("Approve {}? (matched policy: {pattern})", self.address)
             }

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use executor_core::policy::{
-    Decision, PolicyAction, PolicyPattern, PolicyRule, PolicySet, count_matches, default_position,
-    policy_id, validate_position,
+    PolicyAction, PolicyAuthor, PolicyPattern, PolicyRule, PolicySet, count_matches,
+    default_position, policy_id, validate_position,
 };
 use executor_core::{Owner, now_ms};
 use executor_store::PolicyRecord;
@@ -25,6 +25,7 @@ pub struct PolicyView {
     pub created_at: i64,
     pub updated_at: i64,
     pub matches: usize,
+    pub author: PolicyAuthor,
 }
 
 /// The rule snapshot, rebuilt when the catalog generation (bumped by policy writes) moves.
@@ -56,6 +57,7 @@ fn rule_from(record: &PolicyRecord) -> Option<PolicyRule> {
         pattern: PolicyPattern::parse(&record.pattern).ok()?,
         action: record.action.parse().ok()?,
         position: record.position.clone(),
+        author: record.author,
     })
 }
 
@@ -79,8 +81,21 @@ impl Engine {
             .collect())
     }
 
+    /// A person's rule (the HTTP API).
     pub async fn create_policy(
         &self,
+        owner: Owner,
+        pattern: &str,
+        action: &str,
+        position: Option<String>,
+    ) -> EngineResult<PolicyView> {
+        self.create_policy_by(PolicyAuthor::Person, owner, pattern, action, position)
+            .await
+    }
+
+    pub(crate) async fn create_policy_by(
+        &self,
+        author: PolicyAuthor,
         owner: Owner,
         pattern: &str,
         action: &str,
@@ -106,6 +121,7 @@ impl Engine {
             position,
             created_at: now,
             updated_at: now,
+            author,
         };
         self.inner
             .store
@@ -166,13 +182,20 @@ impl Engine {
         Ok(removed)
     }
 
-    /// The decision for one tool (`tool_id` without the `tools.` root, or a static fqid).
-    pub(crate) async fn decide(
+    /// Who wrote the visible policy `id` of `owner`; `None` when there is none.
+    pub(crate) async fn policy_author(
         &self,
-        tool_id: &str,
-        requires_approval: bool,
-    ) -> EngineResult<Decision> {
-        Ok(self.policy_set().await?.resolve(tool_id, requires_approval))
+        owner: Owner,
+        id: &str,
+    ) -> EngineResult<Option<PolicyAuthor>> {
+        Ok(self
+            .inner
+            .store
+            .list_policies(&self.inner.scope)
+            .await?
+            .into_iter()
+            .find(|r| r.id == id && r.owner == owner)
+            .map(|r| r.author))
     }
 
     pub(crate) async fn policy_set(&self) -> EngineResult<Arc<PolicySet>> {
@@ -249,5 +272,6 @@ fn view(record: &PolicyRecord, action: PolicyAction, matches: usize) -> PolicyVi
         created_at: record.created_at,
         updated_at: record.updated_at,
         matches,
+        author: record.author,
     }
 }

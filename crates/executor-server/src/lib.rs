@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use error::ApiError;
+pub use mcp::McpSessionLimits;
 pub use oauth_routes::WEB_BASE_URL_ENV;
 
 /// Request bodies larger than this are refused with 413.
@@ -35,6 +36,8 @@ pub struct ServeConfig {
     /// The bearer token every `/api/*` and `/mcp*` request must carry (health and the OAuth
     /// callback excepted). `None` leaves the API open (embedding, tests).
     pub auth_token: Option<String>,
+    /// Caps on live `/mcp` sessions (idle ones are closed first to make room).
+    pub mcp_sessions: McpSessionLimits,
 }
 
 /// The whole application: `/api` routes and their middleware, `/mcp` and `/resume/:id`.
@@ -46,7 +49,12 @@ pub fn app(engine: Engine) -> Router {
 pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToken) -> Router {
     let gate = auth::Gate::new(config.auth_token.clone(), &config.allowed_hosts);
     routes::router(engine.clone())
-        .merge(mcp::router(engine, &config.allowed_hosts, shutdown))
+        .merge(mcp::router(
+            engine,
+            &config.allowed_hosts,
+            config.mcp_sessions,
+            shutdown,
+        ))
         .layer(axum::middleware::from_fn_with_state(gate, auth::middleware))
         .layer(axum::middleware::map_response(no_framing))
 }

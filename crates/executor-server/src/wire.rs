@@ -195,6 +195,7 @@ pub(crate) fn policy(p: &PolicyView) -> Value {
         "createdAt": p.created_at,
         "updatedAt": p.updated_at,
         "matches": p.matches,
+        "author": p.author.as_str(),
     })
 }
 

@@ -30,7 +30,7 @@ pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -199,6 +199,8 @@ pub struct PolicyRecord {
     pub position: String,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Set at insert and never changed by an update.
+    pub author: executor_core::policy::PolicyAuthor,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -424,7 +426,7 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
     /// Err(AlreadyExists) when the id is taken.
     async fn insert_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<()>;
     /// Replaces pattern, action and position of the visible policy `rec.id` owned by
-    /// `rec.owner`; `None` when there is no such policy.
+    /// `rec.owner` (its author stays); `None` when there is no such policy.
     async fn update_policy(
         &self,
         scope: &Scope,

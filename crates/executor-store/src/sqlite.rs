@@ -439,6 +439,12 @@ fn policy_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PolicyRecord> {
         position: row.try_get("position")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
+        author: {
+            let author: String = row.try_get("author")?;
+            author
+                .parse()
+                .map_err(|_| StoreError::Corrupt(format!("policy author {author:?}")))?
+        },
     })
 }
 
@@ -1088,7 +1094,7 @@ impl Store for SqliteStore {
 
     async fn list_policies(&self, scope: &Scope) -> Result<Vec<PolicyRecord>> {
         let rows = sqlx::query(concat!(
-            "SELECT id, owner, pattern, action, position, created_at, updated_at FROM tool_policy WHERE ",
+            "SELECT id, owner, pattern, action, position, created_at, updated_at, author FROM tool_policy WHERE ",
             visible!()
         ))
         .bind(&scope.tenant)
@@ -1101,8 +1107,8 @@ impl Store for SqliteStore {
     async fn insert_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<()> {
         let subject = write_subject(scope, rec.owner)?;
         let result = sqlx::query(
-            "INSERT INTO tool_policy (tenant, owner, subject, id, pattern, action, position, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO tool_policy (tenant, owner, subject, id, pattern, action, position, created_at, updated_at, author) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&scope.tenant)
         .bind(rec.owner.as_str())
@@ -1113,6 +1119,7 @@ impl Store for SqliteStore {
         .bind(&rec.position)
         .bind(stamp(rec.created_at))
         .bind(stamp(rec.updated_at))
+        .bind(rec.author.as_str())
         .execute(&self.writer)
         .await;
         match result {
@@ -1133,7 +1140,7 @@ impl Store for SqliteStore {
         let row = sqlx::query(
             "UPDATE tool_policy SET pattern = ?, action = ?, position = ?, updated_at = ? \
              WHERE tenant = ? AND owner = ? AND subject = ? AND id = ? \
-             RETURNING id, owner, pattern, action, position, created_at, updated_at",
+             RETURNING id, owner, pattern, action, position, created_at, updated_at, author",
         )
         .bind(&rec.pattern)
         .bind(&rec.action)

@@ -140,6 +140,13 @@ struct ServeFlags {
     allowed_hosts: Vec<String>,
     #[command(flatten)]
     calls: CallFlags,
+    /// Most `/mcp` sessions alive at once; over it the longest idle one is closed, and when all
+    /// are busy `initialize` is refused with a JSON-RPC error.
+    #[arg(long, env = "EXECUTOR_MAX_MCP_SESSIONS", default_value_t = executor_server::McpSessionLimits::DEFAULT_TOTAL)]
+    max_mcp_sessions: usize,
+    /// Most `/mcp` sessions alive at once for one bearer token (same rules).
+    #[arg(long, env = "EXECUTOR_MAX_MCP_SESSIONS_PER_TOKEN", default_value_t = executor_server::McpSessionLimits::DEFAULT_PER_TOKEN)]
+    max_mcp_sessions_per_token: usize,
 }
 
 /// Everything the server needs, validated.
@@ -151,6 +158,7 @@ pub(crate) struct Settings {
     pub(crate) pause_ttl: Duration,
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) calls: executor_engine::CallLimitsConfig,
+    pub(crate) mcp_sessions: executor_server::McpSessionLimits,
 }
 
 impl ServeFlags {
@@ -169,8 +177,22 @@ impl ServeFlags {
             pause_ttl: pause_ttl(&self.pause_ttl)?,
             allowed_hosts: self.allowed_hosts.clone(),
             calls: self.calls.limits()?,
+            mcp_sessions: mcp_session_limits(
+                self.max_mcp_sessions,
+                self.max_mcp_sessions_per_token,
+            )?,
         })
     }
+}
+
+fn mcp_session_limits(
+    total: usize,
+    per_token: usize,
+) -> anyhow::Result<executor_server::McpSessionLimits> {
+    if total == 0 || per_token == 0 {
+        bail!("--max-mcp-sessions and --max-mcp-sessions-per-token must be at least 1");
+    }
+    Ok(executor_server::McpSessionLimits { total, per_token })
 }
 
 fn execution_timeout(raw: &str) -> anyhow::Result<Duration> {

@@ -323,6 +323,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     let config = executor_server::ServeConfig {
         allowed_hosts: settings.allowed_hosts.clone(),
         auth_token: Some(token.clone()),
+        mcp_sessions: settings.mcp_sessions,
     };
     let server = tokio::spawn(executor_server::serve_with(
         listener,

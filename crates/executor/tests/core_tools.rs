@@ -193,13 +193,20 @@ async fn add_integrations(h: &Harness, base: &str) {
 
 // ---- helpers ------------------------------------------------------------------------------
 
-/// Calls `executor.coreTools.<tool>(args)` as the approver and returns the result union.
+/// Calls `executor.coreTools.<tool>(args)` as the approver, with a person accepting the tools
+/// `autoApprove` does not cover, and returns the result union.
 async fn core(h: &Harness, tool: &str, args: Value) -> Value {
-    let executed = h
+    let mut executed = h
         .execute(&format!(
             "return await tools.executor.coreTools.{tool}({args})"
         ))
         .await;
+    while executed["status"] == "paused" {
+        let id = executed["structured"]["executionId"].as_str().unwrap();
+        let (status, resumed) = h.resume(id, "accept").await;
+        assert_eq!(status, 200, "{resumed}");
+        executed = resumed;
+    }
     assert_eq!(executed["status"], "completed", "{executed}");
     executed["structured"]["result"].clone()
 }
@@ -744,7 +751,7 @@ const CORE_TOOLS: &[(&str, bool)] = &[
     ("oauth.clients.createHandoff", false),
     ("oauth.clients.registerDynamic", true),
     ("oauth.clients.remove", true),
-    ("oauth.probe", false),
+    ("oauth.probe", true),
     ("oauth.start", true),
     ("oauth.cancel", false),
     ("policies.list", false),
@@ -878,6 +885,7 @@ async fn writes_wait_for_approval_and_every_tool_describes_itself() {
             json!({"client": "public", "clientOwner": "org", "owner": "org", "name": "x",
                    "integration": "notes", "template": "oauth2"}),
         ),
+        ("oauth.probe", json!({"url": base})),
     ];
     for (tool, args) in gated {
         let paused = h
@@ -892,7 +900,6 @@ async fn writes_wait_for_approval_and_every_tool_describes_itself() {
     let free = [
         ("connections.createHandoff", json!({"integration": "echo"})),
         ("oauth.clients.list", json!({})),
-        ("oauth.probe", json!({"url": base})),
         ("oauth.cancel", json!({"state": "nothing"})),
     ];
     for (tool, args) in free {
@@ -911,4 +918,128 @@ async fn core_free(h: &Harness, code: &str) -> Value {
     let done = h.execute_gated(code).await;
     assert_eq!(done["status"], "completed", "{done}");
     done["structured"]["result"].clone()
+}
+
+/// Issue #17 (5): `oauth.probe` asked no one and made the server GET an internal address the code
+/// chose. Tools that reach a URL the code names, or that change policies, connections, OAuth
+/// clients or credentials, ask a person even under `autoApprove`; only a person's `approve` rule
+/// naming the tool exactly lets them run unasked (not a wildcard, not a rule an agent wrote).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_that_reach_urls_or_change_access_ask_a_person() {
+    // An "internal" host that counts every request it gets.
+    let hits = Arc::new(AtomicU64::new(0));
+    let counted = hits.clone();
+    let app = Router::new().fallback(move || {
+        let counted = counted.clone();
+        async move {
+            counted.fetch_add(1, Ordering::SeqCst);
+            StatusCode::NOT_FOUND
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let internal = format!("http://{}/admin/secret", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (_upstream, base) = serve_upstream().await;
+    let h = Harness::start().await;
+    add_integrations(&h, &base).await;
+    let probe =
+        format!("return await tools.executor.coreTools.oauth.probe({{ url: '{internal}' }})");
+
+    // autoApprove does not cover it: paused, and nothing was fetched; cancelled, nothing ever is.
+    let paused = h.execute(&probe).await;
+    assert_eq!(paused["status"], "paused", "{paused}");
+    assert!(
+        paused["text"]
+            .as_str()
+            .unwrap()
+            .contains("a person decides"),
+        "{paused}"
+    );
+    let id = paused["structured"]["executionId"].as_str().unwrap();
+    h.resume(id, "cancel").await;
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+
+    // Every tool that changes access pauses under autoApprove too.
+    for (tool, args) in [
+        (
+            "policies.create",
+            json!({"owner": "org", "pattern": "*", "action": "approve"}),
+        ),
+        (
+            "policies.update",
+            json!({"owner": "org", "id": "pol_x", "action": "approve"}),
+        ),
+        ("policies.remove", json!({"owner": "org", "id": "pol_x"})),
+        (
+            "connections.create",
+            json!({"owner": "org", "name": "main", "integration": "echo", "template": "none"}),
+        ),
+        (
+            "connections.remove",
+            json!({"owner": "org", "integration": "echo", "name": "main"}),
+        ),
+        (
+            "oauth.clients.create",
+            json!({"owner": "org", "slug": "c", "grant": "client_credentials", "clientId": "c", "tokenUrl": internal}),
+        ),
+        (
+            "oauth.clients.registerDynamic",
+            json!({"owner": "org", "registrationEndpoint": internal, "authorizationUrl": internal, "tokenUrl": internal}),
+        ),
+        ("oauth.clients.remove", json!({"owner": "org", "slug": "c"})),
+        (
+            "oauth.start",
+            json!({"client": "c", "clientOwner": "org", "owner": "org", "name": "x", "integration": "notes", "template": "oauth2"}),
+        ),
+    ] {
+        let paused = h
+            .execute(&format!(
+                "return await tools.executor.coreTools.{tool}({args})"
+            ))
+            .await;
+        assert_eq!(paused["status"], "paused", "{tool}: {paused}");
+        let id = paused["structured"]["executionId"].as_str().unwrap();
+        h.resume(id, "cancel").await;
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    let (_, policies) = h.get("/api/policies").await;
+    assert_eq!(policies, json!([]));
+
+    // Neither a person's wildcard approve nor an agent's exact one lifts the question.
+    let (status, _) = h
+        .post(
+            "/api/policies",
+            json!({"owner": "org", "pattern": "executor.*", "action": "approve"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let written = core_ok(
+        &h,
+        "policies.create",
+        json!({"owner": "org", "pattern": "executor.coreTools.oauth.probe", "action": "approve"}),
+    )
+    .await;
+    assert_eq!(written["author"], "agent", "{written}");
+    let paused = h.execute(&probe).await;
+    assert_eq!(paused["status"], "paused", "{paused}");
+    let id = paused["structured"]["executionId"].as_str().unwrap();
+    h.resume(id, "cancel").await;
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+
+    // A person's rule that names the tool exactly does.
+    let (status, _) = h
+        .post(
+            "/api/policies",
+            json!({"owner": "org", "pattern": "executor.coreTools.oauth.probe", "action": "approve",
+                   "position": "0"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let ran = h.execute_gated(&probe).await;
+    assert_eq!(ran["status"], "completed", "{ran}");
+    assert_eq!(
+        ran["structured"]["result"]["error"]["code"], "oauth_probe_error",
+        "{ran}"
+    );
+    assert!(hits.load(Ordering::SeqCst) > 0);
 }

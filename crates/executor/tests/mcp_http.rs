@@ -588,3 +588,144 @@ async fn browser_mode_approval_page_and_long_poll() {
     assert!(text(&done).contains("deleted"), "{}", text(&done));
     client.cancel().await.unwrap();
 }
+
+/// One JSON-RPC exchange with `/mcp` over raw HTTP: the answer (JSON or the first SSE `data:`)
+/// and the `Mcp-Session-Id` header.
+async fn rpc(h: &Harness, session: Option<&str>, body: Value) -> (u16, Option<String>, Value) {
+    let mut request = h
+        .http
+        .post(format!("{}/mcp", h.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&body);
+    if let Some(id) = session {
+        request = request.header("mcp-session-id", id);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let text = response.text().await.unwrap();
+    let json = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| !d.is_empty())
+        .or(Some(text.as_str()))
+        .and_then(|d| serde_json::from_str(d).ok())
+        .unwrap_or(Value::Null);
+    (status, id, json)
+}
+
+/// A session that has completed the handshake, or the JSON-RPC error of a refused one.
+async fn open_session(h: &Harness) -> Result<String, Value> {
+    let (status, id, answer) = rpc(
+        h,
+        None,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    if answer.get("error").is_some() {
+        return Err(answer);
+    }
+    let id = id.expect("a session id");
+    let (status, _, _) = rpc(
+        h,
+        Some(&id),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    Ok(id)
+}
+
+async fn list_status(h: &Harness, session: &str) -> u16 {
+    rpc(
+        h,
+        Some(session),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+    )
+    .await
+    .0
+}
+
+/// Issue #17 (9): 5,000 `initialize` calls without DELETE kept 5,000 sessions (280 MB). Live
+/// sessions are capped: over the cap the longest idle one is closed, and when every session
+/// has a call in flight the `initialize` gets a JSON-RPC error and nothing is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_are_capped_closing_the_longest_idle_first() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start_opts(Options {
+        mcp_sessions: executor_server::McpSessionLimits {
+            total: 2,
+            per_token: 2,
+        },
+        ..Options::default()
+    })
+    .await;
+    h.add_fixture(&fixture, "stateful").await;
+    let a = open_session(&h).await.unwrap();
+    let b = open_session(&h).await.unwrap();
+    assert_eq!(list_status(&h, &b).await, 200);
+    // `a` has been idle longest: the third session takes its place.
+    let c = open_session(&h).await.unwrap();
+    assert_eq!(
+        list_status(&h, &a).await,
+        404,
+        "the evicted session is gone"
+    );
+    assert_eq!(list_status(&h, &b).await, 200);
+
+    // Both live sessions busy with a call: a new one is refused, and neither is disturbed.
+    let slow = |session: String| {
+        let h_http = h.http.clone();
+        let base = h.base.clone();
+        tokio::spawn(async move {
+            h_http
+                .post(format!("{base}/mcp"))
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-11-25")
+                .header("mcp-session-id", session)
+                .json(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{
+                    "name":"execute","arguments":{"code":"return (await tools.stateful.org.main.slow({ ms: 1500 })).ok"}}}))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        })
+    };
+    let calls = [slow(b.clone()), slow(c.clone())];
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = open_session(&h).await.unwrap_err();
+    assert_eq!(
+        refused["error"]["code"],
+        executor_server::mcp::SESSION_LIMIT_CODE,
+        "{refused}"
+    );
+    assert_eq!(
+        refused["error"]["data"]["_tag"], "McpSessionLimitError",
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("DELETE"),
+        "{refused}"
+    );
+    for call in calls {
+        let answer = call.await.unwrap();
+        assert!(answer.contains(r#""text":"true""#), "{answer}");
+    }
+    // Idle again: the next session evicts the longest idle one.
+    let d = open_session(&h).await.unwrap();
+    assert_eq!(list_status(&h, &d).await, 200);
+    let alive = [list_status(&h, &b).await, list_status(&h, &c).await];
+    assert_eq!(alive.iter().filter(|s| **s == 200).count(), 1, "{alive:?}");
+}

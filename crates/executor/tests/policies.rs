@@ -220,3 +220,124 @@ async fn policy_core_tools_pause_on_their_own_annotation() {
         "{listed}"
     );
 }
+
+/// Issue #17 (5): an `autoApprove` execution wrote the org rule `*` → approve at position 0, and
+/// after it a person's `block` no longer held and ✋ tools ran unasked. Now the policy tools
+/// ask a person whatever `autoApprove` says, an agent's rule cannot loosen a person's block,
+/// and an agent cannot edit or remove a person's rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_rule_never_loosens_a_persons_block() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "stateful").await;
+    let (status, block) = h
+        .post(
+            "/api/policies",
+            json!({"owner":"org","pattern":"stateful.*.*.get_workspace","action":"block"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{block}");
+    assert_eq!(block["author"], "person", "{block}");
+    let block_id = block["id"].as_str().unwrap();
+
+    // autoApprove does not cover policies.create: it pauses and writes nothing until accepted.
+    let lift = "return await tools.executor.coreTools.policies.create({ owner: 'org', pattern: '*', action: 'approve', position: '0' })";
+    let paused = h.execute(lift).await;
+    assert_eq!(paused["status"], "paused", "{paused}");
+    let (_, listed) = h.get("/api/policies").await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let exec = paused["structured"]["executionId"].as_str().unwrap();
+    let (_, done) = h.resume(exec, "accept").await;
+    assert_eq!(done["structured"]["result"]["ok"], true, "{done}");
+    let agents = &done["structured"]["result"]["data"];
+    assert_eq!(agents["author"], "agent", "{done}");
+    assert_eq!(agents["position"], "0", "{done}");
+
+    // The person's block still holds, though the agent's `*` comes first…
+    fixture.clear_requests();
+    let blocked = h.execute_gated(GET).await;
+    assert_eq!(
+        blocked["structured"]["result"]["error"]["code"], "tool_blocked",
+        "{blocked}"
+    );
+    assert_eq!(
+        blocked["structured"]["result"]["error"]["details"]["pattern"],
+        "stateful.*.*.get_workspace",
+        "{blocked}"
+    );
+    assert!(fixture.ledger.call_session_ids().is_empty());
+    // …and stays invisible to agents; the rule the person accepted applies elsewhere.
+    let search = h
+        .execute("return await tools.search({ query: 'get workspace' })")
+        .await;
+    let hits = search["structured"]["result"]["items"].as_array().unwrap();
+    assert!(
+        !hits.iter().any(|i| i["name"] == "get_workspace"),
+        "{search}"
+    );
+    let ran = h
+        .execute_gated("return (await tools.stateful.org.main.delete_everything({})).ok")
+        .await;
+    assert_eq!(ran["text"], "true", "{ran}");
+
+    // A person's own exception above their block still holds (resolved among people's rules).
+    let (status, _) = h
+        .post(
+            "/api/policies",
+            json!({"owner":"org","pattern":"stateful.org.main.get_workspace","action":"approve","position":"1"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let allowed = h.execute_gated(GET).await;
+    assert_eq!(allowed["structured"]["result"]["ok"], true, "{allowed}");
+
+    // An agent may not edit or remove a person's rule, even once a person accepts the call.
+    for code in [
+        format!(
+            "return await tools.executor.coreTools.policies.update({{ owner: 'org', id: '{block_id}', action: 'approve' }})"
+        ),
+        format!(
+            "return await tools.executor.coreTools.policies.remove({{ owner: 'org', id: '{block_id}' }})"
+        ),
+    ] {
+        let paused = h.execute(&code).await;
+        assert_eq!(paused["status"], "paused", "{paused}");
+        let exec = paused["structured"]["executionId"].as_str().unwrap();
+        let (_, refused) = h.resume(exec, "accept").await;
+        let result = &refused["structured"]["result"];
+        assert_eq!(
+            result["error"]["code"], "policy_written_by_person",
+            "{refused}"
+        );
+        assert!(
+            result["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("web UI"),
+            "{refused}"
+        );
+    }
+    let (_, listed) = h.get("/api/policies").await;
+    let kept = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == block_id)
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(kept["action"], "block", "{listed}");
+
+    // The agent's own rule is its to change.
+    let agents_id = agents["id"].as_str().unwrap();
+    let paused = h
+        .execute(&format!(
+            "return await tools.executor.coreTools.policies.remove({{ owner: 'org', id: '{agents_id}' }})"
+        ))
+        .await;
+    let exec = paused["structured"]["executionId"].as_str().unwrap();
+    let (_, removed) = h.resume(exec, "accept").await;
+    assert_eq!(
+        removed["structured"]["result"]["data"],
+        json!({"removed": true}),
+        "{removed}"
+    );
+}

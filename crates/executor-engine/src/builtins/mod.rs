@@ -9,7 +9,7 @@ mod oauth;
 
 use std::sync::Arc;
 
-use executor_core::policy::PolicyAction;
+use executor_core::policy::{PolicyAction, PolicyAuthor};
 use executor_core::search::{SearchEntry, SearchIndex, SearchQuery, suggest};
 use executor_core::{Owner, ToolError, ToolOutcome};
 use executor_sandbox::HostReply;
@@ -31,6 +31,11 @@ pub(crate) struct StaticTool {
     pub(crate) description: &'static str,
     pub(crate) input_schema: fn() -> Value,
     pub(crate) requires_approval: bool,
+    /// `autoApprove` does not cover it, nor does a wildcard `approve` rule or one an agent wrote:
+    /// a person approves each call unless a person's `approve` rule names this tool exactly.
+    /// Set on the tools that change policies, connections, OAuth clients or credentials, and on
+    /// those that make the server reach a URL the code names.
+    pub(crate) needs_person: bool,
 }
 
 impl StaticTool {
@@ -84,127 +89,149 @@ fn providers_items_input() -> Value {
 
 /// The static tools of this build (spec §4.4, without `integrations.detect`: the engine has no
 /// detection yet). Writes that bind credentials, mint connections or change what runs without
-/// asking require approval; reads and browser handoffs do not.
+/// asking require approval, and so does `oauth.probe` (it makes the server fetch the URL the
+/// code names, so unasked it would let agent code reach internal addresses); reads and browser
+/// handoffs do not.
 pub(crate) const STATIC_TOOLS: &[StaticTool] = &[
     StaticTool {
         fqid: "executor.coreTools.integrations.list",
         description: "List the integrations in the catalog with their tool counts.",
         input_schema: integrations_list_input,
         requires_approval: false,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.connections.list",
         description: "List saved connections (credentials) and their tool addresses; never their values. OAuth scopes are counted (oauthScopeCount); verbose: true adds the granted scope string.",
         input_schema: connections::list_input,
         requires_approval: false,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.connections.create",
         description: "Create a connection (replace: true replaces one of the same name): { owner, name, integration, template, from: { provider, id } } or inputs: { <variable>: { provider, id } | \"<pasted value>\" } (one provider for all inputs). template \"none\" needs no origin. For API keys a person should type, use connections.createHandoff; for OAuth, oauth.start.",
         input_schema: connections::create_input,
         requires_approval: true,
+        needs_person: true,
     },
     StaticTool {
         fqid: "executor.coreTools.connections.createHandoff",
         description: "Get a browser URL that opens the Add account form of an integration, so the user enters the credential in the web UI instead of the chat: { integration, owner?, template?, label? }.",
         input_schema: connections::handoff_input,
         requires_approval: false,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.connections.remove",
         description: "Remove a connection and its tools: { owner, integration, name }.",
         input_schema: connections::ref_input,
         requires_approval: true,
+        needs_person: true,
     },
     StaticTool {
         fqid: "executor.coreTools.connections.refresh",
         description: "List a connection's tools again from its integration: { owner, integration, name }. Returns the tools and the connection's health (a failed sync keeps the old tools and says why).",
         input_schema: connections::ref_input,
         requires_approval: true,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.providers.list",
         description: "List the credential providers connections can read secrets from.",
         input_schema: no_input,
         requires_approval: false,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.providers.items",
         description: "List the items a credential provider holds (names only, never values).",
         input_schema: providers_items_input,
         requires_approval: false,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.oauth.clients.list",
         description: "List registered OAuth clients (never their secrets).",
         input_schema: no_input,
         requires_approval: false,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.oauth.clients.create",
         description: "Register or replace an OAuth client without a secret (a public PKCE client): { owner, slug, grant, clientId, tokenUrl, authorizationUrl?, resource? }. For a client with a secret, use oauth.clients.createHandoff.",
         input_schema: oauth::clients_create_input,
         requires_approval: true,
+        needs_person: true,
     },
     StaticTool {
         fqid: "executor.coreTools.oauth.clients.createHandoff",
         description: "Get a browser URL that opens the Register OAuth app form of an integration, pre-filled with the non-secret fields, so the user enters the client secret in the web UI.",
         input_schema: oauth::clients_handoff_input,
         requires_approval: false,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.oauth.clients.registerDynamic",
         description: "Register an OAuth client by RFC 7591 dynamic registration (reused for the same issuer, resource and redirect URI); take the endpoints from oauth.probe.",
         input_schema: oauth::clients_register_input,
         requires_approval: true,
+        needs_person: true,
     },
     StaticTool {
         fqid: "executor.coreTools.oauth.clients.remove",
         description: "Remove an OAuth client: { owner, slug }. Its connections stay and fail at their next refresh.",
         input_schema: oauth::clients_remove_input,
         requires_approval: true,
+        needs_person: true,
     },
     StaticTool {
         fqid: "executor.coreTools.oauth.probe",
         description: "Discover OAuth endpoints for a URL (RFC 9728 protected resource, then RFC 8414 / OIDC metadata).",
         input_schema: oauth::probe_input,
-        requires_approval: false,
+        requires_approval: true,
+        needs_person: true,
     },
     StaticTool {
         fqid: "executor.coreTools.oauth.start",
         description: "Start OAuth for a new connection with a registered client. Client credentials connect at once (status connected); authorization code returns an authorizationUrl for the user to open (status redirect).",
         input_schema: oauth::start_input,
         requires_approval: true,
+        needs_person: true,
     },
     StaticTool {
         fqid: "executor.coreTools.oauth.cancel",
         description: "Cancel a pending OAuth sign-in by its state.",
         input_schema: oauth::cancel_input,
         requires_approval: false,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.policies.list",
         description: "List tool policies (approve, require_approval, block), most specific first.",
         input_schema: no_input,
         requires_approval: false,
+        needs_person: false,
     },
     StaticTool {
         fqid: "executor.coreTools.policies.create",
         description: "Create a tool policy: { owner, pattern, action: approve | require_approval | block, position? }. Patterns are <integration>.<owner>.<connection>.<tool> with whole-segment * wildcards.",
         input_schema: policy_create_input,
         requires_approval: true,
+        needs_person: true,
     },
     StaticTool {
         fqid: "executor.coreTools.policies.update",
         description: "Change a tool policy's pattern, action or position: { owner, id, pattern?, action?, position? }.",
         input_schema: policy_update_input,
         requires_approval: true,
+        needs_person: true,
     },
     StaticTool {
         fqid: "executor.coreTools.policies.remove",
         description: "Remove a tool policy: { owner, id }.",
         input_schema: policy_remove_input,
         requires_approval: true,
+        needs_person: true,
     },
 ];
 
@@ -317,8 +344,8 @@ pub(crate) async fn run_static(engine: &Engine, tool: &StaticTool, args: &Value)
         "executor.coreTools.oauth.cancel" => oauth::cancel(engine, args).await,
         "executor.coreTools.policies.list" => legacy(policies_list(engine).await),
         "executor.coreTools.policies.create" => legacy(policies_create(engine, args).await),
-        "executor.coreTools.policies.update" => legacy(policies_update(engine, args).await),
-        "executor.coreTools.policies.remove" => legacy(policies_remove(engine, args).await),
+        "executor.coreTools.policies.update" => policies_update(engine, args).await,
+        "executor.coreTools.policies.remove" => policies_remove(engine, args).await,
         other => Err(EngineError::Internal(format!("static tool {other} has no handler")).into()),
     };
     match reply {
@@ -542,6 +569,7 @@ pub(crate) fn policy_json(p: &crate::PolicyView) -> Value {
     json!({
         "id": p.id, "owner": p.owner.as_str(), "pattern": p.pattern, "action": p.action.as_str(),
         "position": p.position, "createdAt": p.created_at, "updatedAt": p.updated_at, "matches": p.matches,
+        "author": p.author.as_str(),
     })
 }
 
@@ -574,13 +602,14 @@ async fn policies_create(engine: &Engine, args: &Value) -> BuiltinResult {
         Ok(v) => v,
         Err(message) => return Ok(Err(message)),
     };
+    // Recorded as the agent's: it can tighten anything but never loosen a person's block.
     let created = engine
-        .create_policy(owner, &pattern, &action, position)
+        .create_policy_by(PolicyAuthor::Agent, owner, &pattern, &action, position)
         .await?;
     Ok(Ok(policy_json(&created)))
 }
 
-async fn policies_update(engine: &Engine, args: &Value) -> BuiltinResult {
+async fn policies_update(engine: &Engine, args: &Value) -> CoreResult {
     const T: &str = "executor.coreTools.policies.update";
     let parsed = (|| {
         let map = object_args(T, args)?;
@@ -594,17 +623,16 @@ async fn policies_update(engine: &Engine, args: &Value) -> BuiltinResult {
             string_arg(map, T, "position")?,
         ))
     })();
-    let (owner, id, pattern, action, position) = match parsed {
-        Ok(v) => v,
-        Err(message) => return Ok(Err(message)),
-    };
+    let (owner, id, pattern, action, position) =
+        parsed.map_err(|m| Box::new(ToolError::new("invalid_tool_arguments", m)))?;
+    agent_may_change(engine, owner, &id).await?;
     let updated = engine
         .update_policy(&id, owner, pattern.as_deref(), action.as_deref(), position)
         .await?;
-    Ok(Ok(policy_json(&updated)))
+    Ok(policy_json(&updated))
 }
 
-async fn policies_remove(engine: &Engine, args: &Value) -> BuiltinResult {
+async fn policies_remove(engine: &Engine, args: &Value) -> CoreResult {
     const T: &str = "executor.coreTools.policies.remove";
     let parsed = (|| {
         let map = object_args(T, args)?;
@@ -612,12 +640,26 @@ async fn policies_remove(engine: &Engine, args: &Value) -> BuiltinResult {
         let id = string_arg(map, T, "id")?.ok_or(format!("{T}: id is required"))?;
         Ok::<_, String>((owner, id))
     })();
-    let (owner, id) = match parsed {
-        Ok(v) => v,
-        Err(message) => return Ok(Err(message)),
-    };
+    let (owner, id) = parsed.map_err(|m| Box::new(ToolError::new("invalid_tool_arguments", m)))?;
+    agent_may_change(engine, owner, &id).await?;
     engine.remove_policy(owner, &id).await?;
-    Ok(Ok(json!({"removed": true})))
+    Ok(json!({"removed": true}))
+}
+
+/// An agent changes only the rules agents wrote: editing or removing a person's rule from an
+/// execution would loosen it as surely as an `approve` rule above it. (An author never changes.)
+async fn agent_may_change(engine: &Engine, owner: Owner, id: &str) -> Result<(), CoreFailure> {
+    if engine.policy_author(owner, id).await? == Some(PolicyAuthor::Person) {
+        return Err(Box::new(ToolError::new(
+            "policy_written_by_person",
+            format!(
+                "Policy {id} was written by a person; an agent may change or remove only the \
+                 rules agents wrote. Ask the user to change it in the web UI or the HTTP API."
+            ),
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// `Ok(Err(message))` = bad arguments, thrown in the sandbox.

@@ -7,6 +7,7 @@
 //! so a pause created on one session can be resumed from another (or over `/api`).
 
 mod handler;
+mod sessions;
 mod skills;
 
 use std::sync::Arc;
@@ -17,11 +18,11 @@ use axum::extract::Path;
 use axum::response::Html;
 use axum::routing::get;
 use executor_engine::Engine;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 pub use handler::{ElicitationMode, ExecutorMcp, SERVER_NAME, SERVER_VERSION, server_config};
+pub use sessions::{CappedSessions, McpSessionLimits, SESSION_LIMIT_CODE};
 
 /// Hosts always accepted in `Host` (DNS-rebinding protection).
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -64,12 +65,14 @@ fn allowed_origins(hosts: &[String]) -> Vec<String> {
     origins
 }
 
-/// The rmcp service for `/mcp`. Sessions end when `cancel` fires (server shutdown).
+/// The rmcp service for `/mcp`. Sessions end when `cancel` fires (server shutdown); at most
+/// `limits` live at once.
 pub fn http_service(
     engine: Engine,
     extra_allowed_hosts: &[String],
+    limits: McpSessionLimits,
     cancel: CancellationToken,
-) -> StreamableHttpService<ExecutorMcp, LocalSessionManager> {
+) -> StreamableHttpService<ExecutorMcp, CappedSessions> {
     let hosts = allowed_hosts(extra_allowed_hosts);
     let origins = allowed_origins(&hosts);
     let config = StreamableHttpServerConfig::default()
@@ -82,7 +85,7 @@ pub fn http_service(
         .with_cancellation_token(cancel);
     StreamableHttpService::new(
         move || Ok(ExecutorMcp::new(engine.clone(), ElicitationMode::Model)),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(CappedSessions::new(limits)),
         config,
     )
 }
@@ -91,10 +94,14 @@ pub fn http_service(
 pub(crate) fn router(
     engine: Engine,
     extra_allowed_hosts: &[String],
+    limits: McpSessionLimits,
     cancel: CancellationToken,
 ) -> Router {
     Router::new()
-        .nest_service("/mcp", http_service(engine, extra_allowed_hosts, cancel))
+        .nest_service(
+            "/mcp",
+            http_service(engine.clone(), extra_allowed_hosts, limits, cancel),
+        )
         .route("/resume/{id}", get(resume_page))
 }
 

@@ -41,6 +41,7 @@ pub struct Options {
     pub calls: Option<executor_engine::CallLimitsConfig>,
     /// `(running, waiting, wait)` admission of executions; the defaults when `None`.
     pub admission: Option<(usize, usize, Duration)>,
+    pub mcp_sessions: executor_server::McpSessionLimits,
 }
 
 impl Default for Options {
@@ -53,6 +54,7 @@ impl Default for Options {
             auth_file: None,
             calls: None,
             admission: None,
+            mcp_sessions: executor_server::McpSessionLimits::default(),
         }
     }
 }
@@ -114,6 +116,7 @@ impl Harness {
             executor_server::ServeConfig {
                 allowed_hosts: options.allowed_hosts,
                 auth_token: options.auth_token.clone(),
+                mcp_sessions: options.mcp_sessions,
             },
             shutdown.clone(),
             Duration::from_secs(5),

@@ -1,0 +1,387 @@
+//! A cap on live `/mcp` sessions (issue #17: 5,000 `initialize` calls without DELETE held
+//! 280 MB). rmcp's [`LocalSessionManager`] keeps every session until its 5-minute idle timeout;
+//! [`CappedSessions`] wraps it and, when an `initialize` would go over a cap (per bearer token,
+//! and in all), first closes the idle session that has been idle longest. A session is idle when
+//! no request of it is in flight (its response stream has ended); a session whose calls are
+//! still running is never closed under its client. When every session in the way is busy, the
+//! `initialize` is answered with a JSON-RPC error and no session is kept.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use futures::Stream;
+use rmcp::model::{
+    ClientJsonRpcMessage, ErrorCode, ErrorData, GetExtensions, ServerJsonRpcMessage,
+};
+use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::{
+    RestoreOutcome, ServerSseMessage, SessionId,
+};
+use serde_json::json;
+
+/// JSON-RPC error code of a refused `initialize` (in the implementation-defined server range).
+pub const SESSION_LIMIT_CODE: i32 = -32001;
+
+/// How many `/mcp` sessions may live at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpSessionLimits {
+    /// In all.
+    pub total: usize,
+    /// Per bearer token (sessions of an open server share one).
+    pub per_token: usize,
+}
+
+impl McpSessionLimits {
+    pub const DEFAULT_TOTAL: usize = 1_000;
+    pub const DEFAULT_PER_TOKEN: usize = 256;
+}
+
+impl Default for McpSessionLimits {
+    fn default() -> Self {
+        Self {
+            total: Self::DEFAULT_TOTAL,
+            per_token: Self::DEFAULT_PER_TOKEN,
+        }
+    }
+}
+
+/// What is known of one live session. Shared with its response streams, which update it
+/// without taking the map's lock.
+struct Activity {
+    /// A hash of the bearer token its `initialize` carried (never the token itself).
+    token: u64,
+    in_flight: AtomicUsize,
+    /// Milliseconds since [`CappedSessions::epoch`] of its last request or response end.
+    last_active: AtomicU64,
+}
+
+/// [`LocalSessionManager`] with caps on live sessions.
+pub struct CappedSessions {
+    inner: LocalSessionManager,
+    limits: McpSessionLimits,
+    live: Mutex<HashMap<SessionId, Arc<Activity>>>,
+    hasher: RandomState,
+    epoch: Instant,
+}
+
+impl CappedSessions {
+    pub fn new(limits: McpSessionLimits) -> Self {
+        Self {
+            inner: LocalSessionManager::default(),
+            limits: McpSessionLimits {
+                total: limits.total.max(1),
+                per_token: limits.per_token.max(1),
+            },
+            live: Mutex::new(HashMap::new()),
+            hasher: RandomState::new(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Live (initialized, not closed) sessions.
+    pub fn live(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<Activity>>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn touch(&self, id: &SessionId) -> Option<Arc<Activity>> {
+        let activity = self.lock().get(id).cloned()?;
+        activity.last_active.store(self.now(), Ordering::Relaxed);
+        Some(activity)
+    }
+
+    fn token_of(&self, message: &ClientJsonRpcMessage) -> u64 {
+        let token = match message {
+            ClientJsonRpcMessage::Request(request) => request
+                .request
+                .extensions()
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION))
+                .map(|value| value.as_bytes().to_vec()),
+            _ => None,
+        };
+        self.hasher.hash_one(token)
+    }
+
+    /// Admits a new session of `token`, naming the idle sessions to close to make room, or says
+    /// which cap refused it. Decided under the lock, so concurrent `initialize`s cannot both
+    /// take the last place.
+    fn admit(&self, id: &SessionId, token: u64) -> Result<Vec<SessionId>, Refused> {
+        let mut live = self.lock();
+        let oldest_idle =
+            |live: &HashMap<SessionId, Arc<Activity>>, only_mine: bool, skip: &[SessionId]| {
+                live.iter()
+                    .filter(|(sid, a)| {
+                        (!only_mine || a.token == token)
+                            && a.in_flight.load(Ordering::Acquire) == 0
+                            && !skip.contains(sid)
+                    })
+                    .min_by_key(|(_, a)| a.last_active.load(Ordering::Relaxed))
+                    .map(|(sid, _)| sid.clone())
+            };
+        let mut evicted = Vec::new();
+        if live.values().filter(|a| a.token == token).count() >= self.limits.per_token {
+            let victim = oldest_idle(&live, true, &evicted).ok_or(Refused {
+                scope: "token",
+                limit: self.limits.per_token,
+            })?;
+            evicted.push(victim);
+        }
+        if live.len() - evicted.len() >= self.limits.total {
+            let victim = oldest_idle(&live, false, &evicted).ok_or(Refused {
+                scope: "server",
+                limit: self.limits.total,
+            })?;
+            evicted.push(victim);
+        }
+        for victim in &evicted {
+            live.remove(victim);
+        }
+        live.insert(
+            id.clone(),
+            Arc::new(Activity {
+                token,
+                in_flight: AtomicUsize::new(0),
+                last_active: AtomicU64::new(self.now()),
+            }),
+        );
+        Ok(evicted)
+    }
+}
+
+/// An `initialize` over a cap whose sessions are all busy.
+struct Refused {
+    scope: &'static str,
+    limit: usize,
+}
+
+impl Refused {
+    fn error(&self) -> ErrorData {
+        let whose = match self.scope {
+            "token" => "for this token",
+            _ => "on this server",
+        };
+        ErrorData::new(
+            ErrorCode(SESSION_LIMIT_CODE),
+            format!(
+                "Too many MCP sessions: {} live sessions {whose} are all busy (the limit is {}). \
+                 End sessions you no longer use (HTTP DELETE with their Mcp-Session-Id), or \
+                 retry when a call has finished.",
+                self.limit, self.limit
+            ),
+            Some(json!({"_tag": "McpSessionLimitError", "scope": self.scope, "limit": self.limit})),
+        )
+    }
+}
+
+/// Marks its session busy while a response stream is open.
+struct Busy {
+    activity: Arc<Activity>,
+    epoch: Instant,
+}
+
+impl Busy {
+    fn new(activity: Arc<Activity>, epoch: Instant) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        Self { activity, epoch }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.activity.last_active.store(now, Ordering::Relaxed);
+        self.activity.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+type BoxedSse = Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync + 'static>>;
+
+/// A request's response stream, holding its session busy until it ends or is dropped.
+struct Tracked {
+    inner: BoxedSse,
+    busy: Option<Busy>,
+}
+
+impl Stream for Tracked {
+    type Item = ServerSseMessage;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = self.inner.as_mut().poll_next(cx);
+        if matches!(next, Poll::Ready(None)) {
+            self.busy = None;
+        }
+        next
+    }
+}
+
+impl SessionManager for CappedSessions {
+    type Error = LocalSessionManagerError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        // Counted once initialized: rmcp calls `initialize_session` right after, in the same
+        // request, and rmcp's own init timeout ends one that is never initialized.
+        self.inner.create_session().await
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        let request_id = match &message {
+            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        match self.admit(id, self.token_of(&message)) {
+            Ok(evicted) => {
+                for victim in evicted {
+                    tracing::debug!(session = %victim, "closing the longest idle MCP session to admit a new one");
+                    self.inner.close_session(&victim).await?;
+                }
+            }
+            Err(refused) => {
+                tracing::warn!(
+                    scope = refused.scope,
+                    limit = refused.limit,
+                    "refused an MCP session: every live session is busy"
+                );
+                self.inner.close_session(id).await?;
+                return Ok(ServerJsonRpcMessage::error(refused.error(), request_id));
+            }
+        }
+        let answer = self.inner.initialize_session(id, message).await;
+        if answer.is_err() {
+            self.lock().remove(id);
+        }
+        answer
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.lock().remove(id);
+        self.inner.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        // Busy before the request reaches the session, so it cannot be evicted mid-call.
+        let busy = self.touch(id).map(|a| Busy::new(a, self.epoch));
+        let inner = self.inner.create_stream(id, message).await?;
+        Ok(Tracked {
+            inner: Box::pin(inner),
+            busy,
+        })
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.touch(id);
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        // A listening GET stream is not a request in flight: the session stays evictable.
+        self.touch(id);
+        self.inner.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        self.inner.resume(id, last_event_id).await
+    }
+
+    async fn restore_session(
+        &self,
+        _id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        // No external session store: an unknown session is a 404, as with the local manager.
+        Ok(RestoreOutcome::NotSupported)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sid(s: &str) -> SessionId {
+        Arc::from(s)
+    }
+
+    fn busy(sessions: &CappedSessions, id: &str) -> Busy {
+        Busy::new(
+            sessions.lock().get(&sid(id)).unwrap().clone(),
+            sessions.epoch,
+        )
+    }
+
+    fn admit(sessions: &CappedSessions, id: &str, token: u64) -> Result<Vec<String>, String> {
+        // Distinct activity times, so "longest idle" is well defined.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        sessions
+            .admit(&sid(id), token)
+            .map(|v| v.iter().map(|s| s.to_string()).collect())
+            .map_err(|r| format!("{}:{}", r.scope, r.limit))
+    }
+
+    #[test]
+    fn caps_per_token_and_in_all_evicting_the_longest_idle() {
+        let s = CappedSessions::new(McpSessionLimits {
+            total: 3,
+            per_token: 2,
+        });
+        assert_eq!(admit(&s, "a1", 1), Ok(vec![]));
+        assert_eq!(admit(&s, "a2", 1), Ok(vec![]));
+        // Token 1 is at its cap: its longest idle session goes.
+        assert_eq!(admit(&s, "a3", 1), Ok(vec!["a1".into()]));
+        assert_eq!(admit(&s, "b1", 2), Ok(vec![]));
+        // The server is at its cap: the longest idle of anyone's goes.
+        assert_eq!(admit(&s, "b2", 2), Ok(vec!["a2".into()]));
+        assert_eq!(s.live(), 3);
+        // A session with a request in flight is never closed; a refusal changes nothing.
+        let _a3 = busy(&s, "a3");
+        let _b1 = busy(&s, "b1");
+        let b2 = busy(&s, "b2");
+        assert_eq!(admit(&s, "c1", 3), Err("server:3".into()));
+        assert_eq!(admit(&s, "b3", 2), Err("token:2".into()));
+        assert_eq!(s.live(), 3);
+        // Once its request ends, it is idle again.
+        drop(b2);
+        assert_eq!(admit(&s, "b3", 2), Ok(vec!["b2".into()]));
+        // Per token and in all at once: token 2's longest idle is taken for both.
+        drop(_b1);
+        assert_eq!(admit(&s, "b4", 2), Ok(vec!["b1".into()]));
+    }
+}
