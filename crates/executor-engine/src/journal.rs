@@ -477,7 +477,7 @@ impl Journal {
         let record = ExecutionCallRecord {
             seq,
             path: path.to_owned(),
-            args: redact_args(path, args),
+            args: journaled_args(path, args),
             args_hash: hash,
             outcome: None,
             pause: None,
@@ -753,6 +753,16 @@ fn journaled_reply(reply: &HostReply) -> Value {
     json!({ "omitted": { "bytes": bytes, "sha256": digest } })
 }
 
+/// The arguments as the journal shows them: redacted, or past [`MAX_JOURNALED_REPLY_BYTES`] only
+/// their size (replay matches calls on the salted hash of the real arguments, not on these).
+fn journaled_args(path: &str, args: &Value) -> Value {
+    let bytes = crate::call_limits::json_size(args);
+    if bytes <= MAX_JOURNALED_REPLY_BYTES {
+        return redact_args(path, args);
+    }
+    json!({ "omitted": { "bytes": bytes } })
+}
+
 /// `{resolve: value}` | `{reject: message}`.
 fn reply_to_json(reply: &HostReply) -> Value {
     match reply {
@@ -792,7 +802,7 @@ fn pending_json(seq: Option<i64>, request: &PauseRequest) -> Value {
         "seq": seq,
         "message": request.message,
         "address": request.address,
-        "args": redact_args(&request.address, &request.args),
+        "args": journaled_args(&request.address, &request.args),
         "kind": request.kind.name(),
     });
     match &request.kind {
@@ -812,7 +822,8 @@ fn args_hash(seed: u64, path: &str, args: &Value) -> String {
     hasher.update(seed.to_le_bytes());
     hasher.update(path.as_bytes());
     hasher.update([0]);
-    hasher.update(args.to_string().as_bytes());
+    // The compact JSON text, written straight into the hash (no copy of big arguments).
+    let _ = serde_json::to_writer(&mut hasher, args);
     hex::encode(&hasher.finalize()[..16])
 }
 
@@ -1066,22 +1077,32 @@ mod tests {
         let j = Journal::fresh("exec_cap".into(), "return 1".into(), false);
         let (small, _, _) = j.issue("a.small", &json!({}));
         j.complete(small, &HostReply::Resolve(json!("ok")), Duration::ZERO);
+        let heavy = json!({"data": "y".repeat(MAX_JOURNALED_REPLY_BYTES)});
+        let (heavy_seq, _, _) = j.issue("a.heavy", &heavy);
+        j.complete(heavy_seq, &HostReply::Resolve(json!(1)), Duration::ZERO);
         let (big, _, _) = j.issue("a.big", &json!({}));
         let huge = json!({"data": "x".repeat(MAX_JOURNALED_REPLY_BYTES)});
         j.complete(big, &HostReply::Resolve(huge.clone()), Duration::ZERO);
         let calls: Vec<ExecutionCallRecord> = lock(&j.state).calls.values().cloned().collect();
         assert_eq!(calls[0].outcome, Some(json!({"resolve": "ok"})));
-        let omitted = &calls[1].outcome.as_ref().unwrap()["omitted"];
+        assert_eq!(
+            calls[1].args["omitted"]["bytes"],
+            crate::call_limits::json_size(&heavy)
+        );
+        let omitted = &calls[2].outcome.as_ref().unwrap()["omitted"];
         assert_eq!(omitted["bytes"], crate::call_limits::json_size(&huge));
         assert_eq!(omitted["sha256"].as_str().unwrap().len(), 64);
 
         let rec = ExecutionRecord {
             status: ExecutionStatus::Paused,
-            pending: Some(json!({"seq": 2, "kind": "approval"})),
+            pending: Some(json!({"seq": 3, "kind": "approval"})),
             ..j.row(&lock(&j.state))
         };
         let restored = Journal::restored(rec, calls, ResumeAction::Accept, None);
         let (_, plan, _) = restored.issue("a.small", &json!({}));
+        assert!(matches!(plan, Plan::Replayed(_)));
+        // Big arguments are matched by their hash, so that call still replays.
+        let (_, plan, _) = restored.issue("a.heavy", &heavy);
         assert!(matches!(plan, Plan::Replayed(_)));
         let (_, plan, _) = restored.issue("a.big", &json!({}));
         assert!(matches!(plan, Plan::Refused(ref m) if m.contains("cannot be replayed")));
