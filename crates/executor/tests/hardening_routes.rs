@@ -357,3 +357,70 @@ async fn the_approval_page_holds_no_data_and_html_cannot_be_framed() {
         .unwrap();
     assert!(!health.headers().contains_key("x-frame-options"));
 }
+
+/// Issue #17: configs written by older builds hold static values in clear; the start-up repair
+/// (`seal_legacy_mcp_values`, run by the binary before serving) seals them and calls still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_values_stored_in_clear_by_older_builds_are_sealed_at_start() {
+    use executor_store::Store;
+    let fixture = serve_stateful().await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    {
+        let store = executor_store::SqliteStore::open(dir.path()).await.unwrap();
+        let now = 1_000;
+        store
+            .insert_integration(
+                &executor_store::Scope::local("integration-test"),
+                &executor_store::IntegrationRecord {
+                    slug: "old".to_owned(),
+                    plugin_id: "mcp".to_owned(),
+                    name: Some("old".to_owned()),
+                    description: None,
+                    config: json!({"transport": "remote", "remoteTransport": "streamable-http",
+                        "endpoint": format!("{}?api_key=legacy-q", fixture.url),
+                        "headers": {"Authorization": "Bearer legacy-h"},
+                        "authenticationTemplate": [{"kind": "none", "slug": "none"}]}),
+                    can_remove: true,
+                    can_refresh: true,
+                    config_revised_at: Some(now),
+                    created_at: now,
+                    updated_at: now,
+                },
+            )
+            .await
+            .unwrap();
+        store.close().await;
+    }
+    let h = Harness::start_opts(Options {
+        dir: Some(dir),
+        ..Options::default()
+    })
+    .await;
+    // Shown masked even before the repair.
+    let (_, server) = h.get("/api/mcp/servers/old").await;
+    assert!(!server.to_string().contains("legacy-"), "{server}");
+    assert_eq!(h.engine.seal_legacy_mcp_values().await.unwrap(), 1);
+    assert_eq!(h.engine.seal_legacy_mcp_values().await.unwrap(), 0);
+    let (_, server) = h.get("/api/mcp/servers/old").await;
+    assert_eq!(
+        server["config"]["headers"],
+        json!({"Authorization": "••••"})
+    );
+    assert_eq!(server["config"]["endpoint"], fixture.url);
+    let (status, body) = h
+        .post(
+            "/api/connections",
+            json!({"owner": "org", "name": "main", "integration": "old", "template": "none", "values": {}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        fixture
+            .requests()
+            .iter()
+            .any(|r| r.authorization.as_deref() == Some("Bearer legacy-h")
+                && r.uri.contains("api_key=legacy-q")),
+        "{:?}",
+        fixture.requests()
+    );
+}
