@@ -37,13 +37,14 @@ api /api/openapi/specs "$(python3 -c "import json,sys;print(json.dumps({'spec':{
 api /api/connections '{"owner":"org","name":"main","integration":"big","template":"none","value":""}'
 sleep 1
 echo "idle: $(rss) MiB"
+echo "one answer: $(curl -sf "localhost:$port/api/executions" -H "$auth" -H 'content-type: application/json' -d '{"code":"const r = await tools.big.org.main.big.big({}); return r.ok ? r.data.blob.length : r.error.code","autoApprove":true}' | head -c 200)"
 for _ in $(seq "$runs"); do
-  api /api/executions '{"code":"const r = await tools.big.org.main.big({}); return r.ok ? r.data.blob.length : r.error.code","autoApprove":true}'
+  api /api/executions '{"code":"const r = await tools.big.org.main.big.big({}); return r.ok ? r.data.blob.length : r.error.code","autoApprove":true}'
 done
 sleep 1
 echo "after $runs answers of $answer_mb MiB: $(rss) MiB"
 for _ in $(seq "$runs"); do
-  api /api/executions "{\"code\":\"const r = await tools.big.org.main.sink({body: {data: 'x'.repeat($args_mb * 1024 * 1024)}}); return r.ok\",\"autoApprove\":true}"
+  api /api/executions "{\"code\":\"const r = await tools.big.org.main.sink.sink({body: {data: 'x'.repeat($args_mb * 1024 * 1024)}}); return r.ok\",\"autoApprove\":true}"
 done
 sleep 1
 echo "after $runs calls with $args_mb MiB of arguments: $(rss) MiB"
