@@ -108,7 +108,15 @@ pub(crate) async fn open_engine(
     calls: executor_engine::CallLimitsConfig,
 ) -> Result<Opened, OpenError> {
     let lock = lock_data_dir(data_dir)?;
-    open_engine_locked(data_dir, lock, scope_dir, execution_timeout, pause_ttl).await
+    open_engine_locked(
+        data_dir,
+        lock,
+        scope_dir,
+        execution_timeout,
+        pause_ttl,
+        calls,
+    )
+    .await
 }
 
 /// [`open_engine`] once the owner lock is held: migrations, the engine, and the undoing of
@@ -119,6 +127,7 @@ pub(crate) async fn open_engine_locked(
     scope_dir: &Path,
     execution_timeout: Duration,
     pause_ttl: Duration,
+    calls: executor_engine::CallLimitsConfig,
 ) -> Result<Opened, OpenError> {
     let store = match SqliteStore::open_with_lock(data_dir, lock).await {
         Ok(store) => Arc::new(store),
