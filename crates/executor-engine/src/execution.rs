@@ -140,6 +140,9 @@ struct Live {
     events: mpsc::UnboundedReceiver<Event>,
     journal: Arc<Journal>,
     task: AbortHandle,
+    /// Its downstream sessions (recorded with each pause; kept open at shutdown). Weak: the
+    /// execution's calls own them.
+    scope: std::sync::Weak<executor_mcp::ExecutionScope>,
 }
 
 struct PausedExecution {
@@ -218,6 +221,10 @@ impl Registry {
             }
         }
         for paused in drained {
+            // Its downstream sessions stay open at their servers, to be reattached on resume.
+            if let Some(scope) = paused.live.scope.upgrade() {
+                scope.preserve();
+            }
             paused.abandon();
         }
     }
@@ -349,8 +356,10 @@ impl Engine {
         admitted: Option<tokio::sync::OwnedSemaphorePermit>,
     ) -> Live {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let scope = self.inner.mcp.scope();
+        scope.reattach_to(journal.sessions.iter().cloned());
         let ctx = Arc::new(ExecutionCtx::new(
-            self.inner.mcp.scope(),
+            scope,
             journal.auto_approve,
             PauseSink::new(events_tx.clone(), journal.clone()),
             journal.clone(),
@@ -367,6 +376,10 @@ impl Engine {
         };
         let inner = self.inner.clone();
         let task_journal = journal.clone();
+        let live_scope = ctx
+            .mcp_scope()
+            .map(|scope| Arc::downgrade(&scope))
+            .unwrap_or_default();
         let task = self.inner.io.spawn(async move {
             let _admitted = admitted;
             let journal = task_journal;
@@ -385,6 +398,7 @@ impl Engine {
             events: events_rx,
             journal,
             task: task.abort_handle(),
+            scope: live_scope,
         }
     }
 
@@ -399,8 +413,13 @@ impl Engine {
             }
             Some((seq, ExecEvent::Paused(request))) => {
                 let expires_at = now_ms().saturating_add(ttl_ms(self.inner.pause_ttl));
+                let sessions = live
+                    .scope
+                    .upgrade()
+                    .map(|scope| scope.records())
+                    .unwrap_or_default();
                 live.journal
-                    .persist_pause(&self.inner, seq, &request, expires_at)
+                    .persist_pause(&self.inner, seq, &request, expires_at, &sessions)
                     .await;
                 let deadline = Deadline {
                     expires_at,

@@ -195,6 +195,8 @@ pub(crate) struct Journal {
     pub(crate) seed: u64,
     /// Epoch ms; also `performance.timeOrigin` of the code.
     pub(crate) started_at: i64,
+    /// The downstream sessions a restored execution comes back to (see `persist_pause`).
+    pub(crate) sessions: Vec<executor_mcp::SessionRecord>,
     state: Mutex<State>,
     /// Serialises this execution's store writes, so a later snapshot never lands first.
     writes: tokio::sync::Mutex<()>,
@@ -239,6 +241,7 @@ impl Journal {
             auto_approve,
             seed: rand::random(),
             started_at: now_ms(),
+            sessions: Vec::new(),
             state: Mutex::new(State {
                 calls: BTreeMap::new(),
                 next_seq: 0,
@@ -287,6 +290,12 @@ impl Journal {
             .map(|a| a.iter().filter_map(Value::as_f64).collect())
             .unwrap_or_default();
         let next_seq = calls.iter().map(|c| c.seq + 1).max().unwrap_or(0);
+        let sessions = rec
+            .pending
+            .as_ref()
+            .and_then(|p| p.get("sessions"))
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .unwrap_or_default();
         let mut stored = BTreeMap::new();
         for call in &calls {
             stored.insert(call.seq, call.clone());
@@ -297,6 +306,7 @@ impl Journal {
             auto_approve: rec.auto_approve,
             seed: rec.seed,
             started_at: rec.started_at,
+            sessions,
             state: Mutex::new(State {
                 calls: stored,
                 next_seq,
@@ -557,8 +567,13 @@ impl Journal {
         seq: Option<i64>,
         request: &PauseRequest,
         expires_at: i64,
+        sessions: &[executor_mcp::SessionRecord],
     ) {
-        let pending = pending_json(seq, request);
+        let mut pending = pending_json(seq, request);
+        // The downstream sessions to come back to if this process restarts before the resume.
+        if !sessions.is_empty() {
+            pending["sessions"] = json!(sessions);
+        }
         self.save(inner, |st| {
             if let Some(call) = seq.and_then(|s| st.calls.get_mut(&s)) {
                 // Earlier answers of this call stay: a replay gives them back.

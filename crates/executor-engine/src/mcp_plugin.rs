@@ -1310,6 +1310,19 @@ fn call_error_outcome(tool_id: &str, integration: &str, e: &McpError) -> Option<
                     "recovery": "The MCP server could not be reached or did not answer as one. Check the connection with executor.coreTools.connections.list.",
                 })),
         )),
+        McpError::SessionLost { label, message } => Some(ToolOutcome::Err(
+            ToolError::new(
+                "upstream_session_lost",
+                format!(
+                    "This execution was resumed after executor restarted, and the MCP session it \
+                     had with {integration} is gone ({message}). State that earlier calls set in \
+                     that session (a selection, a login) is lost, so the call was not sent to a \
+                     new session. Run the code again from the start."
+                ),
+            )
+            .with_retryable(false)
+            .with_details(serde_json::json!({"integration": integration, "connection": label})),
+        )),
         McpError::Rpc { .. } => {
             let outcome = executor_mcp::error_to_outcome(tool_id, e);
             matches!(&outcome, ToolOutcome::Err(err) if err.code == "mcp_tool_unknown")

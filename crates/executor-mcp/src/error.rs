@@ -49,6 +49,10 @@ pub enum McpError {
         message: String,
         required_scope: Option<String>,
     },
+    /// A paused execution resumed after a restart cannot come back to the downstream session it
+    /// had (`message` says why): the state earlier calls set there is gone.
+    #[error("the downstream MCP session of {label} was lost: {message}")]
+    SessionLost { label: String, message: String },
 }
 
 impl McpError {
@@ -58,7 +62,7 @@ impl McpError {
             | McpError::ListTools { http_status, .. }
             | McpError::Call { http_status, .. } => *http_status,
             McpError::InsufficientScope { .. } => Some(403),
-            McpError::Rpc { .. } | McpError::Timeout { .. } => None,
+            McpError::Rpc { .. } | McpError::Timeout { .. } | McpError::SessionLost { .. } => None,
         }
     }
 
@@ -71,7 +75,7 @@ impl McpError {
     pub fn stage(&self) -> &'static str {
         match self {
             McpError::ListTools { .. } => "list_tools",
-            McpError::Call { .. } | McpError::Rpc { .. } => "call",
+            McpError::Call { .. } | McpError::Rpc { .. } | McpError::SessionLost { .. } => "call",
             McpError::Timeout { stage } | McpError::InsufficientScope { stage, .. } => stage,
             McpError::Connect { .. } => "connect",
         }

@@ -19,6 +19,7 @@ mod elicit;
 mod error;
 mod outcome;
 mod pool;
+mod reattach;
 pub mod sse;
 mod target;
 mod upstream_http;
@@ -33,6 +34,7 @@ pub use elicit::{ElicitAction, ElicitAnswer, Elicitation, Elicitor};
 pub use error::McpError;
 pub use outcome::{call_result_to_outcome, error_to_outcome, is_unknown_tool_message};
 pub use pool::{ExecutionScope, McpClient, McpClientConfig};
+pub use reattach::SessionRecord;
 pub use target::{RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target, TargetRef};
 
 /// Client identity sent in `initialize` (spec §6).

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::discovery::{Discovery, ProbeResult, map_tools};
 use crate::elicit::{Elicitor, Routes};
 use crate::error::{self, McpError};
+use crate::reattach::{Linked, STATELESS, STREAMABLE, SessionLink, SessionRecord};
 use crate::sse::SseClientTransport;
 use crate::target::{RemoteTarget, RemoteTransport, SessionKey, StdioTarget, TargetRef};
 use crate::upstream_http::{self, UpstreamHttp};
@@ -125,6 +126,12 @@ struct Session {
     service: Mutex<Option<Service>>,
     broken: AtomicBool,
     routes: Arc<Routes>,
+    /// Its session id (streamable HTTP) and whether closing it may DELETE it.
+    link: Arc<SessionLink>,
+    /// `stdio`, or what the remote answered as (see [`SessionRecord::transport`]).
+    transport: &'static str,
+    /// Reattached after a restart: a 404 means the server lost the state, not "redial".
+    reattached: bool,
 }
 
 impl Session {
@@ -279,6 +286,50 @@ impl Inner {
         target: TargetRef<'_>,
         key: &SessionKey,
     ) -> Result<Arc<Session>, McpError> {
+        self.dial_linked(target, key, Arc::default(), false).await
+    }
+
+    /// Comes back to the session of `record` (a paused execution's, before a restart), or says
+    /// why it cannot: a stdio child or a legacy SSE stream did not survive the restart.
+    async fn reattach(
+        &self,
+        target: TargetRef<'_>,
+        key: &SessionKey,
+        record: &SessionRecord,
+    ) -> Result<Arc<Session>, McpError> {
+        let lost = |why: &str| McpError::SessionLost {
+            label: key.label().to_owned(),
+            message: why.to_owned(),
+        };
+        if record.transport == STATELESS {
+            // No session, so no state to lose.
+            return self.dial(target, key).await;
+        }
+        let (TargetRef::Remote(remote), STREAMABLE) = (target, record.transport.as_str()) else {
+            return Err(lost(match record.transport.as_str() {
+                "stdio" => "its server was a local process, which ended when executor restarted",
+                _ => "its transport (legacy SSE) cannot be resumed after a restart",
+            }));
+        };
+        let (Some(session_id), Some(server)) = (&record.session_id, &record.server) else {
+            return Err(lost("no session id was recorded for it"));
+        };
+        let server: rmcp::model::InitializeResult = serde_json::from_value(server.clone())
+            .map_err(|_| lost("the recorded server answer no longer reads"))?;
+        let mut remote = remote.clone();
+        remote.transport = RemoteTransport::StreamableHttp;
+        let link = Arc::new(SessionLink::reattaching(session_id, server));
+        self.dial_linked(TargetRef::Remote(&remote), key, link, true)
+            .await
+    }
+
+    async fn dial_linked(
+        &self,
+        target: TargetRef<'_>,
+        key: &SessionKey,
+        link: Arc<SessionLink>,
+        reattached: bool,
+    ) -> Result<Arc<Session>, McpError> {
         let routes = Arc::new(Routes::default());
         let handler = Handler {
             label: Arc::from(key.label()),
@@ -292,6 +343,10 @@ impl Inner {
                 target,
                 handler,
                 self.config.discovery_timeout,
+                Linking {
+                    link: link.clone(),
+                    reinit: !reattached,
+                },
             ),
         )
         .await
@@ -301,6 +356,12 @@ impl Inner {
         };
         self.live.fetch_add(1, Ordering::SeqCst);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
+        let transport = match target {
+            TargetRef::Stdio(_) => "stdio",
+            TargetRef::Remote(_) if link.session_id.get().is_some() => STREAMABLE,
+            TargetRef::Remote(r) if r.transport == RemoteTransport::StreamableHttp => STATELESS,
+            TargetRef::Remote(_) => "sse",
+        };
         Ok(Arc::new(Session {
             serial,
             digest: key.digest().to_owned(),
@@ -309,6 +370,9 @@ impl Inner {
             service: Mutex::new(Some(service)),
             broken: AtomicBool::new(false),
             routes,
+            link,
+            transport,
+            reattached,
         }))
     }
 
@@ -406,53 +470,65 @@ impl Inner {
     }
 }
 
+/// How a streamable-HTTP session is tied to its pooled [`Session`].
+#[derive(Clone)]
+struct Linking {
+    link: Arc<SessionLink>,
+    /// Let rmcp re-initialize a session the server forgot; never for a reattached one, whose
+    /// state a fresh session would not have.
+    reinit: bool,
+}
+
 /// Build the rmcp client transport for `target` and run the handshake.
 async fn connect(
     http: &HttpClients,
     target: TargetRef<'_>,
     handler: Handler,
     sse_timeout: Duration,
+    linking: Linking,
 ) -> Result<Service, McpError> {
     let target = match target {
         TargetRef::Remote(remote) => remote,
         TargetRef::Stdio(stdio) => return connect_stdio(stdio, handler).await,
     };
     match target.transport {
-        RemoteTransport::StreamableHttp => connect_streamable(http, target, handler).await,
+        RemoteTransport::StreamableHttp => connect_streamable(http, target, handler, linking).await,
         RemoteTransport::Sse => connect_sse(&http.pooled, target, handler, sse_timeout).await,
-        RemoteTransport::Auto => match connect_streamable(http, target, handler.clone()).await {
-            Ok(service) => Ok(service),
-            Err(e) if e.is_auth_rejection() => Err(e),
-            Err(McpError::Connect {
-                message,
-                http_status,
-                ..
-            }) if message.starts_with("Couldn't reach") => Err(McpError::Connect {
-                transport: "auto".into(),
-                message,
-                http_status,
-            }),
-            Err(streamable) => {
-                match connect_sse(&http.pooled, target, handler, sse_timeout).await {
-                    Ok(service) => Ok(service),
-                    Err(sse) => {
-                        tracing::debug!(%sse, "legacy SSE fallback failed too");
-                        Err(match streamable {
-                            McpError::Connect {
-                                message,
-                                http_status,
-                                ..
-                            } => McpError::Connect {
-                                transport: "auto".into(),
-                                message,
-                                http_status,
-                            },
-                            other => other,
-                        })
+        RemoteTransport::Auto => {
+            match connect_streamable(http, target, handler.clone(), linking).await {
+                Ok(service) => Ok(service),
+                Err(e) if e.is_auth_rejection() => Err(e),
+                Err(McpError::Connect {
+                    message,
+                    http_status,
+                    ..
+                }) if message.starts_with("Couldn't reach") => Err(McpError::Connect {
+                    transport: "auto".into(),
+                    message,
+                    http_status,
+                }),
+                Err(streamable) => {
+                    match connect_sse(&http.pooled, target, handler, sse_timeout).await {
+                        Ok(service) => Ok(service),
+                        Err(sse) => {
+                            tracing::debug!(%sse, "legacy SSE fallback failed too");
+                            Err(match streamable {
+                                McpError::Connect {
+                                    message,
+                                    http_status,
+                                    ..
+                                } => McpError::Connect {
+                                    transport: "auto".into(),
+                                    message,
+                                    http_status,
+                                },
+                                other => other,
+                            })
+                        }
                     }
                 }
             }
-        },
+        }
     }
 }
 
@@ -505,6 +581,7 @@ async fn connect_streamable(
     http: &HttpClients,
     target: &RemoteTarget,
     handler: Handler,
+    linking: Linking,
 ) -> Result<Service, McpError> {
     const T: &str = "streamable-http";
     let url = target.url().map_err(|e| invalid_url(T, target, e))?;
@@ -512,13 +589,16 @@ async fn connect_streamable(
     let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
         .max_json_response_size(MAX_JSON_RESPONSE)
         .max_concurrent_requests(64)
-        .reinit_on_expired_session(true)
+        .reinit_on_expired_session(linking.reinit)
         .custom_headers(headers);
     let served = match http.keep_alive_for(&url) {
         Some(client) => {
             handler
                 .serve(StreamableHttpClientTransport::with_client(
-                    client.clone(),
+                    Linked {
+                        inner: client.clone(),
+                        link: linking.link,
+                    },
                     config,
                 ))
                 .await
@@ -526,7 +606,10 @@ async fn connect_streamable(
         None => {
             handler
                 .serve(StreamableHttpClientTransport::with_client(
-                    http.fresh.clone(),
+                    Linked {
+                        inner: http.fresh.clone(),
+                        link: linking.link,
+                    },
                     config,
                 ))
                 .await
@@ -730,7 +813,11 @@ impl McpClient {
         };
         let http = self.inner.http.clone();
         let work = async move {
-            let service = connect(http.get(), target, handler, timeout).await?;
+            let linking = Linking {
+                link: Arc::default(),
+                reinit: true,
+            };
+            let service = connect(http.get(), target, handler, timeout, linking).await?;
             let listed = list_all_tools(service.peer(), &target.describe(), max_pages).await;
             let info = service.peer().peer_info();
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, service.cancel()).await;
@@ -782,6 +869,8 @@ impl McpClient {
         ExecutionScope {
             inner: self.inner.clone(),
             slots: Mutex::new(HashMap::new()),
+            reattach: Mutex::new(HashMap::new()),
+            lost: Mutex::new(HashMap::new()),
         }
     }
 
@@ -914,6 +1003,12 @@ struct Slot {
 pub struct ExecutionScope {
     inner: Arc<Inner>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Sessions to come back to, by connection label: a paused execution resumed after a
+    /// restart. A label stays here until its session is reattached, so every call to it fails
+    /// alike rather than one of them landing on a fresh session.
+    reattach: Mutex<HashMap<String, SessionRecord>>,
+    /// Labels whose session turned out lost, and why: their later calls fail alike.
+    lost: Mutex<HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for ExecutionScope {
@@ -949,7 +1044,22 @@ impl ExecutionScope {
             }
             self.inner.release(old.session).await;
         }
-        let (session, reused) = if force_fresh.is_some() {
+        if let Some(message) = lock(&self.lost).get(key.label()).cloned() {
+            return Err(McpError::SessionLost {
+                label: key.label().to_owned(),
+                message,
+            });
+        }
+        let hint = lock(&self.reattach).get(key.label()).cloned();
+        let (session, reused) = if let Some(record) = hint {
+            let session = match self.inner.reattach(target, key, &record).await {
+                Ok(session) => session,
+                Err(e) => return Err(self.mark_lost(key, e)),
+            };
+            lock(&self.reattach).remove(key.label());
+            self.inner.lease(&session);
+            (session, false)
+        } else if force_fresh.is_some() {
             let session = self.inner.dial(target, key).await?;
             self.inner.lease(&session);
             (session, false)
@@ -1076,6 +1186,17 @@ impl ExecutionScope {
             .await
         {
             Ok(v) => Ok(v),
+            // The server forgot the session this execution had before the restart: its state
+            // is gone, and a new session would answer as if it had never been set.
+            Err((_, Some(404))) if session.reattached => Err(self.mark_lost(
+                key,
+                McpError::SessionLost {
+                    label: key.label().to_owned(),
+                    message:
+                        "the server no longer knows the session (it expired or the server restarted)"
+                            .to_owned(),
+                },
+            )),
             // A reused session the server forgot: redial once and retry (rmcp's own transparent
             // re-initialisation normally handles this first).
             Err((_, Some(404))) if reused => {
@@ -1089,6 +1210,64 @@ impl ExecutionScope {
                     .map_err(|(e, _)| e)
             }
             Err((e, _)) => Err(e),
+        }
+    }
+
+    /// Remembers that `key`'s session is lost (when `e` says so), so no later call of this
+    /// execution lands on a new session instead.
+    fn mark_lost(&self, key: &SessionKey, e: McpError) -> McpError {
+        if let McpError::SessionLost { message, .. } = &e {
+            lock(&self.lost).insert(key.label().to_owned(), message.clone());
+        }
+        e
+    }
+
+    /// Sessions to reattach instead of dialling (see [`SessionRecord`]).
+    pub fn reattach_to(&self, records: impl IntoIterator<Item = SessionRecord>) {
+        let mut hints = lock(&self.reattach);
+        for record in records {
+            hints.insert(record.label.clone(), record);
+        }
+    }
+
+    /// What it would take to come back to this scope's sessions (and to those it still has to
+    /// reattach) after a restart.
+    pub fn records(&self) -> Vec<SessionRecord> {
+        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
+        let mut records: Vec<SessionRecord> = lock(&self.reattach).values().cloned().collect();
+        for slot in slots {
+            let Ok(guard) = slot.lease.try_lock() else {
+                continue;
+            };
+            let Some(lease) = guard.as_ref() else {
+                continue;
+            };
+            let session = &lease.session;
+            if session.label.is_empty() || records.iter().any(|r| r.label == session.label) {
+                continue;
+            }
+            let info = session.peer.peer_info();
+            records.push(SessionRecord {
+                label: session.label.clone(),
+                transport: session.transport.to_owned(),
+                session_id: session.link.session_id.get().map(|id| id.to_string()),
+                protocol_version: info.as_ref().map(|i| i.protocol_version.to_string()),
+                server: info.and_then(|i| serde_json::to_value(&*i).ok()),
+            });
+        }
+        records
+    }
+
+    /// Keeps this scope's remote sessions open at the server when they are closed (no DELETE),
+    /// so the execution can come back to them after a restart.
+    pub fn preserve(&self) {
+        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
+        for slot in slots {
+            if let Ok(guard) = slot.lease.try_lock()
+                && let Some(lease) = guard.as_ref()
+            {
+                lease.session.link.keep.store(true, Ordering::SeqCst);
+            }
         }
     }
 

@@ -610,3 +610,128 @@ async fn a_shutdown_waits_for_calls_still_running_in_a_paused_execution() {
     );
     server.stop().await;
 }
+
+/// The seed's journey across a restart (issue #17, 7): select a workspace, pause on an approval,
+/// restart, resume. The calls after the resume reach the SAME downstream session, which still
+/// has the selection; the shutdown did not DELETE it.
+const SELECT_PAUSE_READ: &str = r#"
+const sel = await tools.stateful.org.main.select_workspace({});
+const del = await tools.stateful.org.main.delete_everything({});
+const read = await tools.stateful.org.main.get_workspace({});
+return { sel: sel.data.content[0].text, del: del.ok ? del.data.content[0].text : del.error.code,
+         read: read.ok ? read.data.content[0].text : read.error.code,
+         message: read.ok ? null : read.error.message };
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_execution_comes_back_to_its_downstream_session() {
+    let fixture = serve_stateful().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), DAY).await;
+    server.add_fixture(&fixture).await;
+    fixture.clear_requests();
+    let paused = server.execute(SELECT_PAUSE_READ).await;
+    let id = execution_id(&paused);
+    let sessions = fixture.ledger.call_session_ids();
+    assert_eq!(sessions.len(), 1, "{:#?}", fixture.requests());
+
+    let server = server.restart().await;
+    assert!(
+        fixture.ledger.deleted_session_ids().is_empty(),
+        "the paused execution's session was kept open: {:#?}",
+        fixture.requests()
+    );
+    let initialized = fixture.ledger.initialize_count();
+    let done = server.resume(&id, "accept").await;
+    let result = &done["structured"]["result"];
+    assert_eq!(result["sel"], "selected:ws-e2e", "{done}");
+    assert_eq!(result["del"], "deleted", "{done}");
+    assert_eq!(
+        result["read"], "workspace:ws-e2e",
+        "the seed's promise: {done}"
+    );
+    assert_eq!(
+        fixture.ledger.call_session_ids(),
+        sessions,
+        "every call rode one session: {:#?}",
+        fixture.requests()
+    );
+    assert_eq!(
+        fixture.ledger.initialize_count(),
+        initialized,
+        "no new handshake"
+    );
+    server.stop().await;
+}
+
+/// When the upstream has forgotten the session meanwhile, the resumed calls answer
+/// `upstream_session_lost` (with what to do) and nothing goes to a new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_downstream_session_is_an_explicit_error_after_a_restart() {
+    let fixture = serve_stateful().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), DAY).await;
+    server.add_fixture(&fixture).await;
+    let paused = server.execute(SELECT_PAUSE_READ).await;
+    let id = execution_id(&paused);
+    let server = server.restart().await;
+    fixture.forget_sessions().await;
+    let initialized = fixture.ledger.initialize_count();
+    let done = server.resume(&id, "accept").await;
+    let result = &done["structured"]["result"];
+    assert_eq!(result["sel"], "selected:ws-e2e", "{done}");
+    assert_eq!(result["del"], "upstream_session_lost", "{done}");
+    assert_eq!(result["read"], "upstream_session_lost", "{done}");
+    let message = result["message"].as_str().unwrap();
+    assert!(message.contains("Run the code again"), "{message}");
+    assert_eq!(
+        fixture.ledger.initialize_count(),
+        initialized,
+        "no new session was opened: {:#?}",
+        fixture.requests()
+    );
+    server.stop().await;
+}
+
+/// A stdio upstream is a child process that ends with us: after a restart its resumed calls
+/// answer `upstream_session_lost` rather than run on a fresh process without the selection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_session_cannot_survive_a_restart_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), DAY).await;
+    let command = executor_mcp::stdio_fixture::stdio_fixture_path()
+        .to_string_lossy()
+        .into_owned();
+    let (status, body) = server
+        .post(
+            "/api/mcp/servers",
+            json!({"transport": "stdio", "name": "Stdio fixture", "command": command, "slug": "fx"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server
+        .post(
+            "/api/policies",
+            json!({"owner": "org", "pattern": "fx.*.*.echo", "action": "require_approval"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let paused = server
+        .execute(
+            r#"
+const sel = await tools.fx.org.default.select_workspace({ workspace: "w1" });
+const echo = await tools.fx.org.default.echo({});
+const read = await tools.fx.org.default.get_workspace({});
+return { sel: sel.data.content[0].text, echo: echo.ok ? "ran" : echo.error.code,
+         read: read.ok ? read.data.content[0].text : read.error.code };
+"#,
+        )
+        .await;
+    let id = execution_id(&paused);
+    let server = server.restart().await;
+    let done = server.resume(&id, "accept").await;
+    let result = &done["structured"]["result"];
+    assert_eq!(result["echo"], "upstream_session_lost", "{done}");
+    assert_eq!(result["read"], "upstream_session_lost", "{done}");
+    server.stop().await;
+}
