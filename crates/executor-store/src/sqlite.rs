@@ -329,6 +329,36 @@ fn to_json(value: &Value) -> Result<String> {
     Ok(serde_json::to_string(value)?)
 }
 
+/// Binds a connection row's columns (`connection_cols!`, after tenant and subject) to `query`.
+fn bind_connection<'q>(
+    query: sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>,
+    scope: &'q Scope,
+    subject: &'q str,
+    rec: &'q ConnectionRecord,
+    created: i64,
+) -> Result<sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>> {
+    Ok(query
+        .bind(&scope.tenant)
+        .bind(subject)
+        .bind(rec.owner.as_str())
+        .bind(&rec.integration)
+        .bind(&rec.name)
+        .bind(&rec.template)
+        .bind(&rec.provider)
+        .bind(to_json(&rec.item_ids)?)
+        .bind(&rec.identity_label)
+        .bind(&rec.description)
+        .bind(opt_to_json(rec.last_health.as_ref())?)
+        .bind(rec.tools_synced_at)
+        .bind(rec.expires_at)
+        .bind(created)
+        .bind(if rec.updated_at == 0 {
+            created
+        } else {
+            rec.updated_at
+        }))
+}
+
 fn opt_to_json(value: Option<&Value>) -> Result<Option<String>> {
     value.map(to_json).transpose()
 }
@@ -657,7 +687,7 @@ impl Store for SqliteStore {
     ) -> Result<ConnectionRecord> {
         let subject = write_subject(scope, rec.owner)?;
         let created = stamp(rec.created_at);
-        let row = sqlx::query(concat!(
+        let query = sqlx::query(concat!(
             "INSERT INTO connection (tenant, subject, ",
             connection_cols!(),
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
@@ -670,28 +700,10 @@ impl Store for SqliteStore {
                expires_at = excluded.expires_at, updated_at = excluded.updated_at \
              RETURNING ",
             connection_read_cols!()
-        ))
-        .bind(&scope.tenant)
-        .bind(subject)
-        .bind(rec.owner.as_str())
-        .bind(&rec.integration)
-        .bind(&rec.name)
-        .bind(&rec.template)
-        .bind(&rec.provider)
-        .bind(to_json(&rec.item_ids)?)
-        .bind(&rec.identity_label)
-        .bind(&rec.description)
-        .bind(opt_to_json(rec.last_health.as_ref())?)
-        .bind(rec.tools_synced_at)
-        .bind(rec.expires_at)
-        .bind(created)
-        .bind(if rec.updated_at == 0 {
-            created
-        } else {
-            rec.updated_at
-        })
-        .fetch_one(&self.writer)
-        .await?;
+        ));
+        let row = bind_connection(query, scope, subject, rec, created)?
+            .fetch_one(&self.writer)
+            .await?;
         connection_from_row(&row)
     }
 
@@ -702,33 +714,15 @@ impl Store for SqliteStore {
     ) -> Result<ConnectionRecord> {
         let subject = write_subject(scope, rec.owner)?;
         let created = stamp(rec.created_at);
-        let row = sqlx::query(concat!(
+        let query = sqlx::query(concat!(
             "INSERT INTO connection (tenant, subject, pending_create, ",
             connection_cols!(),
             ") VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ",
             connection_read_cols!()
-        ))
-        .bind(&scope.tenant)
-        .bind(subject)
-        .bind(rec.owner.as_str())
-        .bind(&rec.integration)
-        .bind(&rec.name)
-        .bind(&rec.template)
-        .bind(&rec.provider)
-        .bind(to_json(&rec.item_ids)?)
-        .bind(&rec.identity_label)
-        .bind(&rec.description)
-        .bind(opt_to_json(rec.last_health.as_ref())?)
-        .bind(rec.tools_synced_at)
-        .bind(rec.expires_at)
-        .bind(created)
-        .bind(if rec.updated_at == 0 {
-            created
-        } else {
-            rec.updated_at
-        })
-        .fetch_one(&self.writer)
-        .await;
+        ));
+        let row = bind_connection(query, scope, subject, rec, created)?
+            .fetch_one(&self.writer)
+            .await;
         match row {
             Ok(row) => connection_from_row(&row),
             Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
