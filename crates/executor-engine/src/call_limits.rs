@@ -69,10 +69,13 @@ impl CallLimits {
     pub(crate) async fn slot(&self, integration: &str) -> Result<OwnedSemaphorePermit, ToolError> {
         let semaphore = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            slots
-                .entry(integration.to_owned())
-                .or_insert_with(|| Arc::new(Semaphore::new(self.config.per_integration)))
-                .clone()
+            match slots.get(integration) {
+                Some(semaphore) => semaphore.clone(),
+                None => slots
+                    .entry(integration.to_owned())
+                    .or_insert_with(|| Arc::new(Semaphore::new(self.config.per_integration)))
+                    .clone(),
+            }
         };
         if let Ok(permit) = semaphore.clone().try_acquire_owned() {
             return Ok(permit);
@@ -95,34 +98,53 @@ impl CallLimits {
         }
     }
 
+    /// The outcome of `call`, or `upstream_timeout` when it does not answer within the call
+    /// timeout (dropping it then drops its request).
+    pub(crate) async fn within_timeout(
+        &self,
+        integration: &str,
+        call: impl Future<Output = ToolOutcome>,
+    ) -> HostReply {
+        match tokio::time::timeout(self.config.call_timeout, call).await {
+            Ok(outcome) => HostReply::Resolve(outcome.to_json()),
+            Err(_) => HostReply::Resolve(ToolOutcome::Err(self.timed_out(integration)).to_json()),
+        }
+    }
+
     /// `upstream_timeout` for a call that did not answer within the call timeout.
     pub(crate) fn timed_out(&self, integration: &str) -> ToolError {
         upstream_timeout(integration, self.config.call_timeout)
     }
 
-    /// The reply, or `tool_output_too_large` when its JSON is over the output limit.
-    pub(crate) fn cap_output(&self, reply: HostReply) -> HostReply {
-        let HostReply::Resolve(value) = &reply else {
-            return reply;
+    /// The reply, or `tool_output_too_large` when its JSON is over the output limit, with the
+    /// size of what is returned (a rejection's message length), so the journal need not
+    /// measure it again.
+    pub(crate) fn cap_output(&self, reply: HostReply) -> (HostReply, usize) {
+        let value = match &reply {
+            HostReply::Resolve(value) => value,
+            HostReply::Reject(message) => {
+                let bytes = message.len();
+                return (reply, bytes);
+            }
         };
         let limit = self.config.max_output_bytes;
         let bytes = json_size(value);
         if bytes <= limit {
-            return reply;
+            return (reply, bytes);
         }
-        HostReply::Resolve(
-            ToolOutcome::Err(
-                ToolError::new(
-                    "tool_output_too_large",
-                    format!(
-                        "The tool answered {bytes} bytes, over the limit of {limit} bytes. Ask for less (a page, a filter, fewer fields)."
-                    ),
-                )
-                .with_retryable(false)
-                .with_details(json!({ "bytes": bytes, "limit": limit })),
+        let refused = ToolOutcome::Err(
+            ToolError::new(
+                "tool_output_too_large",
+                format!(
+                    "The tool answered {bytes} bytes, over the limit of {limit} bytes. Ask for less (a page, a filter, fewer fields)."
+                ),
             )
-            .to_json(),
+            .with_retryable(false)
+            .with_details(json!({ "bytes": bytes, "limit": limit })),
         )
+        .to_json();
+        let refused_bytes = json_size(&refused);
+        (HostReply::Resolve(refused), refused_bytes)
     }
 }
 
@@ -181,9 +203,9 @@ mod tests {
     fn answers_over_the_limit_become_an_error_value() {
         let limits = limits(1, 10);
         let small = HostReply::Resolve(json!("12345678"));
-        assert!(matches!(limits.cap_output(small), HostReply::Resolve(v) if v == "12345678"));
+        assert!(matches!(limits.cap_output(small), (HostReply::Resolve(v), 10) if v == "12345678"));
         let big = HostReply::Resolve(json!({"data": "x".repeat(100)}));
-        let HostReply::Resolve(v) = limits.cap_output(big) else {
+        let (HostReply::Resolve(v), _) = limits.cap_output(big) else {
             panic!("expected a value");
         };
         assert_eq!(v["ok"], false);

@@ -500,11 +500,18 @@ impl Journal {
     }
 
     /// Records the reply of call `seq`; returns the record to write through when saved.
-    fn complete(&self, seq: i64, reply: &HostReply, took: Duration) -> Option<ExecutionCallRecord> {
+    /// `bytes` is the reply's size ([`crate::call_limits::CallLimits::cap_output`]).
+    fn complete(
+        &self,
+        seq: i64,
+        reply: &HostReply,
+        bytes: usize,
+        took: Duration,
+    ) -> Option<ExecutionCallRecord> {
         let mut st = lock(&self.state);
         let persisted = st.persisted;
         let call = st.calls.get_mut(&seq)?;
-        call.outcome = Some(journaled_reply(reply));
+        call.outcome = Some(journaled_reply(reply, bytes));
         call.duration_ms = Some(i64::try_from(took.as_millis()).unwrap_or(i64::MAX));
         persisted.then(|| call.clone())
     }
@@ -705,23 +712,30 @@ pub(crate) async fn call(
         journal.write_call(&inner, record).await;
     }
     let started = Instant::now();
-    let reply = match plan {
+    let (reply, bytes) = match plan {
         Plan::Replayed(reply) => return reply,
         Plan::Diverged(message) => return HostReply::Reject(message),
-        Plan::Refused(message) => HostReply::Reject(message),
+        Plan::Refused(message) => {
+            let bytes = message.len();
+            (HostReply::Reject(message), bytes)
+        }
         Plan::Live { answers } => {
             let meta = CallMeta {
                 seq,
                 answers: Arc::new(Mutex::new(answers)),
             };
-            CALL.scope(
-                meta,
-                crate::dispatch::dispatch(inner.clone(), ctx, path, args),
-            )
-            .await
+            let reply = CALL
+                .scope(
+                    meta,
+                    crate::dispatch::dispatch(inner.clone(), ctx, path, args),
+                )
+                .await;
+            // What enters the sandbox is capped here, once for every kind, and its size serves
+            // the journal too.
+            inner.call_limits.cap_output(reply)
         }
     };
-    if let Some(record) = journal.complete(seq, &reply, started.elapsed()) {
+    if let Some(record) = journal.complete(seq, &reply, bytes, started.elapsed()) {
         journal.write_call(&inner, record).await;
     }
     reply
@@ -749,11 +763,7 @@ pub(crate) const MAX_JOURNALED_REPLY_BYTES: usize = 1024 * 1024;
 
 /// The reply as the journal keeps it: whole, or past [`MAX_JOURNALED_REPLY_BYTES`] only its size
 /// and digest (`{omitted: {bytes, sha256}}`), which a replay refuses rather than guess.
-fn journaled_reply(reply: &HostReply) -> Value {
-    let bytes = match reply {
-        HostReply::Resolve(value) => crate::call_limits::json_size(value),
-        HostReply::Reject(message) => message.len(),
-    };
+fn journaled_reply(reply: &HostReply, bytes: usize) -> Value {
     if bytes <= MAX_JOURNALED_REPLY_BYTES {
         return reply_to_json(reply);
     }
@@ -1091,13 +1101,17 @@ mod tests {
     fn a_reply_over_the_journal_cap_is_kept_as_a_digest_and_not_replayed() {
         let j = Journal::fresh("exec_cap".into(), "return 1".into(), false);
         let (small, _, _) = j.issue("a.small", &json!({}));
-        j.complete(small, &HostReply::Resolve(json!("ok")), Duration::ZERO);
+        let done = |seq, value: Value| {
+            let bytes = crate::call_limits::json_size(&value);
+            j.complete(seq, &HostReply::Resolve(value), bytes, Duration::ZERO);
+        };
+        done(small, json!("ok"));
         let heavy = json!({"data": "y".repeat(MAX_JOURNALED_REPLY_BYTES)});
         let (heavy_seq, _, _) = j.issue("a.heavy", &heavy);
-        j.complete(heavy_seq, &HostReply::Resolve(json!(1)), Duration::ZERO);
+        done(heavy_seq, json!(1));
         let (big, _, _) = j.issue("a.big", &json!({}));
         let huge = json!({"data": "x".repeat(MAX_JOURNALED_REPLY_BYTES)});
-        j.complete(big, &HostReply::Resolve(huge.clone()), Duration::ZERO);
+        done(big, huge.clone());
         let calls: Vec<ExecutionCallRecord> = lock(&j.state).calls.values().cloned().collect();
         assert_eq!(calls[0].outcome, Some(json!({"resolve": "ok"})));
         assert_eq!(

@@ -145,29 +145,24 @@ impl Connected {
             Ok(slot) => slot,
             Err(busy) => return HostReply::Resolve(ToolOutcome::Err(busy).to_json()),
         };
-        let timeout = limits.config.call_timeout;
-        let timed_out =
-            || HostReply::Resolve(ToolOutcome::Err(limits.timed_out(integration)).to_json());
-        let reply = match self {
+        // `_slot` is held until the call has answered.
+        match self {
             // The MCP client runs the same timeout, paused while a person answers one of the
             // call's elicitations.
             Connected::Mcp(target) => {
                 mcp_plugin::call(inner, ctx, target, address, tool, args).await
             }
             Connected::OpenApi(c) => {
-                match tokio::time::timeout(timeout, c.invoke(inner, tool, args)).await {
-                    Ok(outcome) => HostReply::Resolve(outcome.to_json()),
-                    Err(_) => timed_out(),
-                }
+                limits
+                    .within_timeout(integration, c.invoke(inner, tool, args))
+                    .await
             }
             Connected::Graphql(c) => {
-                match tokio::time::timeout(timeout, c.invoke(inner, tool, args)).await {
-                    Ok(outcome) => HostReply::Resolve(outcome.to_json()),
-                    Err(_) => timed_out(),
-                }
+                limits
+                    .within_timeout(integration, c.invoke(inner, tool, args))
+                    .await
             }
-        };
-        limits.cap_output(reply)
+        }
     }
 }
 
