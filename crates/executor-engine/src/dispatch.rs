@@ -194,6 +194,15 @@ pub(crate) async fn dispatch(
         }
         Err(e) => return HostReply::Reject(internal_tool_error(&e.to_string())),
     };
+    // Found under an old name (an alias): policies and approvals see its real name.
+    let address = if tool.name == address.tool {
+        address
+    } else {
+        ToolAddress {
+            tool: tool.name.clone(),
+            ..address
+        }
+    };
     let key = ConnectionKey::new(
         address.owner,
         address.integration.clone(),

@@ -145,9 +145,9 @@ pub(crate) async fn produce_tools(
             description: t.description.clone(),
             input_schema: Some(t.input_schema.clone()),
             output_schema: t.output_schema.clone(),
-            annotations: Some(annotations(
-                t.requires_approval,
-                t.approval_description.clone(),
+            annotations: Some(with_aliases(
+                annotations(t.requires_approval, t.approval_description.clone()),
+                &t.aliases,
             )),
             binding: Some(t.binding.clone()),
         })
@@ -156,6 +156,14 @@ pub(crate) async fn produce_tools(
         tools,
         definitions: extraction.definitions.clone(),
     })
+}
+
+/// Old names the tool still answers to (`tool_cache` resolves them on a miss).
+fn with_aliases(mut annotations: Value, aliases: &[String]) -> Value {
+    if !aliases.is_empty() {
+        annotations[crate::tool_cache::ALIASES] = json!(aliases);
+    }
+    annotations
 }
 
 pub(crate) fn annotations(requires_approval: bool, description: Option<String>) -> Value {

@@ -1071,3 +1071,69 @@ async fn health_checks() {
         .await;
     assert_eq!(live["status"], "healthy", "{live}");
 }
+
+/// Issue #18: a tag of several words is dropped whole from the tool name
+/// (`petStore.listPets`, not `petStore.storeListPets` nor `petStore.petStoreListPets`), and the
+/// old name still calls the same operation, so agent code written against it keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renamed_tools_answer_to_their_old_names() {
+    let (api, base) = serve_api().await;
+    let h = Harness::start().await;
+    let text = format!(
+        r#"openapi: 3.0.3
+info: {{ title: Store, version: "1" }}
+servers: [{{ url: "{base}/v1" }}]
+paths:
+  /pets:
+    get:
+      operationId: pet-store/list-pets
+      tags: [pet-store]
+      summary: List pets
+      responses: {{ '200': {{ description: ok }} }}
+"#
+    );
+    let (status, added) = h
+        .post(
+            "/api/openapi/specs",
+            json!({"spec": {"kind": "blob", "value": text}, "slug": "store", "authenticationTemplate": []}),
+        )
+        .await;
+    assert_eq!(status, 200, "{added}");
+    let (status, conn) = h
+        .post(
+            "/api/connections",
+            json!({"owner": "org", "name": "main", "integration": "store", "template": "none", "values": {}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{conn}");
+    let (_, tools) = h.get("/api/tools?integration=store").await;
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["petStore.listPets"], "{tools}");
+
+    for name in ["listPets", "petStoreListPets"] {
+        api.clear();
+        let called = h
+            .execute(&format!(
+                "return await tools.store.org.main.petStore.{name}({{}})"
+            ))
+            .await;
+        // The test API wants a key this connection lacks: reaching it is what counts here.
+        assert_eq!(result(&called)["error"]["status"], 401, "{name}: {called}");
+        let seen = api.requests();
+        assert_eq!(seen.len(), 1, "{name}");
+        assert_eq!(seen[0].path, "/v1/pets");
+    }
+    let missing = h
+        .execute("return await tools.store.org.main.petStore.nothing({})")
+        .await;
+    assert_eq!(
+        result(&missing)["error"]["code"],
+        "tool_not_found",
+        "{missing}"
+    );
+}
