@@ -749,6 +749,7 @@ fn error_outcome(message: &str, extra: Value) -> Completed {
         text: format!("Error: {message}"),
         structured,
         is_error: true,
+        content: Vec::new(),
     }
 }
 
