@@ -6,6 +6,7 @@
 //! statelessly with JSON replies. Paused executions live in the engine, never in the MCP session,
 //! so a pause created on one session can be resumed from another (or over `/api`).
 
+mod events;
 mod handler;
 mod sessions;
 mod skills;
