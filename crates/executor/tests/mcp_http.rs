@@ -891,3 +891,101 @@ return "ok";"#;
     let (_, plain_run) = h.post("/api/executions", json!({"code": "return 1"})).await;
     assert!(plain_run.get("content").is_none(), "{plain_run}");
 }
+
+/// Issue #18 (7): malformed JSON is a JSON-RPC parse error (400, -32700), not a 415 in plain
+/// text; a batch is served on 2025-03-26 and refused with -32600 on later versions; a DELETE of
+/// an unknown session is a 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wire_errors_are_json_rpc() {
+    let h = start().await;
+    let raw = |version: Option<&str>, body: &str| {
+        let mut request = h
+            .http
+            .post(format!("{}/mcp", h.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(v) = version {
+            request = request.header("mcp-protocol-version", v);
+        }
+        request.send()
+    };
+    let malformed = raw(Some("2025-11-25"), "{not json").await.unwrap();
+    assert_eq!(malformed.status(), 400);
+    let body: Value = malformed.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32700, "{body}");
+    assert_eq!(body["id"], Value::Null);
+
+    let init = |id: u64, version: &str| {
+        json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{
+            "protocolVersion":version,"capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
+    };
+    let refused = raw(
+        Some("2025-11-25"),
+        &json!([init(1, "2025-11-25")]).to_string(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+
+    // A 2025-03-26 client (no version header) batches its handshake, then a call.
+    let batch = raw(
+        None,
+        &json!([init(1, "2025-03-26"), {"jsonrpc":"2.0","method":"notifications/initialized"}])
+            .to_string(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(batch.status(), 200);
+    let session = batch.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let answers: Value = batch.json().await.unwrap();
+    assert_eq!(answers.as_array().unwrap().len(), 1, "{answers}");
+    assert_eq!(answers[0]["id"], 1);
+    assert_eq!(
+        answers[0]["result"]["protocolVersion"], "2025-03-26",
+        "{answers}"
+    );
+    let calls = h
+        .http
+        .post(format!("{}/mcp", h.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .json(&json!([
+            {"jsonrpc":"2.0","id":2,"method":"tools/list"},
+            {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute","arguments":{"code":"return 6*7"}}}
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(calls.status(), 200);
+    let answers: Value = calls.json().await.unwrap();
+    assert_eq!(answers[0]["id"], 2, "{answers}");
+    assert_eq!(answers[0]["result"]["tools"][0]["name"], "execute");
+    assert_eq!(answers[1]["id"], 3);
+    assert_eq!(
+        answers[1]["result"]["structuredContent"]["result"], 42,
+        "{answers}"
+    );
+
+    let unknown = h
+        .http
+        .delete(format!("{}/mcp", h.base))
+        .header("mcp-session-id", "no-such-session")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let known = h
+        .http
+        .delete(format!("{}/mcp", h.base))
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert!(known.status().is_success(), "{}", known.status());
+}

@@ -10,6 +10,7 @@ mod events;
 mod handler;
 mod sessions;
 mod skills;
+mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,12 +67,12 @@ fn allowed_origins(hosts: &[String]) -> Vec<String> {
     origins
 }
 
-/// The rmcp service for `/mcp`. Sessions end when `cancel` fires (server shutdown); at most
-/// `limits` live at once.
+/// The rmcp service for `/mcp`. Sessions end when `cancel` fires (server shutdown); `sessions`
+/// caps how many live at once.
 pub fn http_service(
     engine: Engine,
     extra_allowed_hosts: &[String],
-    limits: McpSessionLimits,
+    sessions: Arc<CappedSessions>,
     cancel: CancellationToken,
 ) -> StreamableHttpService<ExecutorMcp, CappedSessions> {
     let hosts = allowed_hosts(extra_allowed_hosts);
@@ -86,7 +87,7 @@ pub fn http_service(
         .with_cancellation_token(cancel);
     StreamableHttpService::new(
         move || Ok(ExecutorMcp::new(engine.clone(), ElicitationMode::Model)),
-        Arc::new(CappedSessions::new(limits)),
+        sessions,
         config,
     )
 }
@@ -98,10 +99,14 @@ pub(crate) fn router(
     limits: McpSessionLimits,
     cancel: CancellationToken,
 ) -> Router {
+    let sessions = Arc::new(CappedSessions::new(limits));
+    let service = http_service(engine, extra_allowed_hosts, sessions.clone(), cancel);
     Router::new()
         .nest_service(
             "/mcp",
-            http_service(engine.clone(), extra_allowed_hosts, limits, cancel),
+            axum::routing::any(move |request| {
+                wire::serve(service.clone(), sessions.clone(), request)
+            }),
         )
         .route("/resume/{id}", get(resume_page))
 }
