@@ -890,6 +890,28 @@ async fn github_spec_imports_and_searches() {
             .contains("owner"),
         "{described}"
     );
+    // One tool's schema carries the definitions it reaches, not the connection's 969.
+    let response = h
+        .http
+        .get(format!(
+            "{}/api/tools/schema?address=tools.github.org.main.issues.create",
+            h.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let bytes = response.bytes().await.unwrap();
+    let schema: Value = serde_json::from_slice(&bytes).unwrap();
+    let shared = schema["schemaDefinitions"]
+        .as_object()
+        .map_or(0, |d| d.len());
+    assert!((1..100).contains(&shared), "{shared} definitions");
+    assert!(bytes.len() < 512 * 1024, "{} bytes", bytes.len());
+    eprintln!(
+        "BENCH github tool schema (issues.create): {} bytes, {shared} definitions",
+        bytes.len()
+    );
     eprintln!(
         "github: {count} tools; import {:.0} ms, first connection {:.0} ms",
         import.as_secs_f64() * 1e3,
