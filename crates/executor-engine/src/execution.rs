@@ -721,6 +721,15 @@ pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
                 recover(&inner).await;
                 let now = now_ms();
                 sweep_expired(&inner, now).await;
+                if inner
+                    .documents
+                    .evict_idle_extractions(crate::kinds::COMPILED_SPEC_IDLE)
+                {
+                    tracing::debug!("compiled OpenAPI specs idle for a minute were dropped");
+                    if let Some(release) = &inner.release_memory {
+                        (release.0)();
+                    }
+                }
                 if last_purge.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
                     last_purge = Some(tokio::time::Instant::now());
                     let before = now.saturating_sub(ttl_ms(inner.history_retention));
