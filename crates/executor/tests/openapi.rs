@@ -1159,3 +1159,27 @@ paths:
         "{missing}"
     );
 }
+
+/// Issue #18 (13): the 413 for an inline spec over 10 MiB says a URL works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inline_spec_over_the_body_cap_is_told_to_use_a_url() {
+    let h = Harness::start().await;
+    let big = "x".repeat(11 * 1024 * 1024);
+    let (status, body) = h
+        .post(
+            "/api/openapi/specs",
+            json!({"spec": {"kind": "blob", "value": big}, "slug": "big"}),
+        )
+        .await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["_tag"], "PayloadTooLargeError");
+    assert!(
+        body["message"].as_str().unwrap().contains("by URL"),
+        "{body}"
+    );
+    let (_, integrations) = h.get("/api/integrations").await;
+    assert!(
+        !integrations.to_string().contains("\"big\""),
+        "{integrations}"
+    );
+}
