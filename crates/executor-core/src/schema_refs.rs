@@ -31,7 +31,7 @@ pub fn reachable_definitions(
     out
 }
 
-fn collect_refs<'a>(value: &'a Value, found: &mut impl FnMut(&str)) {
+fn collect_refs(value: &Value, found: &mut impl FnMut(&str)) {
     match value {
         Value::Object(object) => {
             if let Some(Value::String(reference)) = object.get("$ref")
