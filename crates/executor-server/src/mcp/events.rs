@@ -253,3 +253,72 @@ impl futures::Stream for Received {
         self.0.poll_recv(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use rmcp::model::{RequestId, ServerResult};
+
+    fn response(id: i64) -> ServerSseMessage {
+        ServerSseMessage::from_message(ServerJsonRpcMessage::response(
+            ServerResult::empty(()),
+            RequestId::Number(id),
+        ))
+    }
+
+    #[tokio::test]
+    async fn ids_are_unique_and_a_replay_starts_after_the_one_given() {
+        let store = SessionEvents::new();
+        let priming = ServerSseMessage::retry(Duration::from_secs(3));
+        let a = store.store_event("s1", &priming).await.unwrap();
+        let other = store.store_event("s2", &priming).await.unwrap();
+        let b = store.store_event("s1", &response(1)).await.unwrap();
+        assert_ne!(a, b);
+        assert_ne!(a, other);
+        // After the priming event: the response, then the stream ends (it was the response).
+        let replayed: Vec<_> = store.replay_events_after(&a).await.unwrap().collect().await;
+        assert_eq!(replayed.len(), 1);
+        assert_eq!(replayed[0].event_id.as_deref(), Some(b.as_str()));
+        // After the last event of a finished stream: nothing.
+        let rest: Vec<_> = store.replay_events_after(&b).await.unwrap().collect().await;
+        assert!(rest.is_empty());
+        // Ids of another boot, or nonsense, are unknown.
+        assert!(store.replay_events_after("00000000.0.0").await.is_err());
+        assert!(store.replay_events_after("x").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_replay_follows_a_running_stream_to_its_response() {
+        let store = Arc::new(SessionEvents::new());
+        let first = store
+            .store_event("s", &ServerSseMessage::retry(Duration::from_secs(3)))
+            .await
+            .unwrap();
+        let mut replay = store.replay_events_after(&first).await.unwrap();
+        let later = store.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            later.store_event("s", &response(9)).await.unwrap();
+        });
+        let next = tokio::time::timeout(Duration::from_secs(5), replay.next())
+            .await
+            .expect("the response arrives")
+            .expect("one event");
+        assert!(next.message.is_some());
+        assert!(
+            replay.next().await.is_none(),
+            "the stream ends after its response"
+        );
+    }
+
+    #[test]
+    fn streams_are_bounded() {
+        let mut state = State::default();
+        for i in 0..MAX_STREAMS + 10 {
+            state.stream_for(&format!("s{i}"));
+        }
+        assert!(state.streams.len() <= MAX_STREAMS);
+        assert!(!state.by_name.contains_key("s0"), "the oldest went first");
+    }
+}
