@@ -7,6 +7,7 @@
 //! so a pause created on one session can be resumed from another (or over `/api`).
 
 mod handler;
+mod sampling;
 mod sessions;
 mod skills;
 
