@@ -70,7 +70,9 @@ impl Elicitation {
         else {
             return content;
         };
-        let Some(properties) = requested_schema.get("properties").and_then(Value::as_object)
+        let Some(properties) = requested_schema
+            .get("properties")
+            .and_then(Value::as_object)
         else {
             return content;
         };
@@ -185,9 +187,11 @@ pub struct SamplingError {
 fn no_sampler() -> rmcp::ErrorData {
     rmcp::ErrorData::new(
         rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-        "sampling/createMessage is not available: the client that made this tool call (an \
-         Executor execution) has no model to sample with (its agent's MCP client does not \
-         support sampling, or the request came outside a tool call)",
+        // Worded without "tool … is not available": servers echo it, and that phrase reads as
+        // an unknown tool (`is_unknown_tool_message`).
+        "sampling/createMessage refused: the Executor execution that made this call has no \
+         model to sample with (its agent's MCP client does not support sampling, or the \
+         request arrived outside a call)",
         None,
     )
 }

@@ -126,7 +126,7 @@ impl ClientHandler for Handler {
             Some(routes) => routes.sample(&self.label, params, origin).await,
             None => Err(rmcp::ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                "sampling/createMessage is not available while Executor lists tools",
+                "sampling/createMessage refused: this session only lists what the server offers",
                 None,
             )),
         }
