@@ -98,7 +98,7 @@ async fn run() -> Result<(), Fail> {
         })
         .await?;
     if oauth {
-        authorise(&engine, &url, &context).await?;
+        authorise(&engine, &url, &scenario, &context).await?;
     } else {
         engine
             .create_connection(ConnectionInput {
@@ -133,7 +133,12 @@ async fn run() -> Result<(), Fail> {
 }
 
 /// Discovery, client registration, the authorization-code flow (or client credentials).
-async fn authorise(engine: &Engine, url: &str, context: &Value) -> Result<(), Fail> {
+async fn authorise(
+    engine: &Engine,
+    url: &str,
+    scenario: &str,
+    context: &Value,
+) -> Result<(), Fail> {
     let probe = engine.probe_oauth(url).await?;
     eprintln!(
         "oauth: authorize={} token={} register={:?} methods={:?}",
@@ -143,11 +148,12 @@ async fn authorise(engine: &Engine, url: &str, context: &Value) -> Result<(), Fa
         probe.token_endpoint_auth_methods_supported
     );
     let pre_registered = context.get("client_id").and_then(Value::as_str);
+    // A machine client (the SEP-1046 scenarios) is registered with the grant it has, as a
+    // person configuring one would.
+    let machine = scenario.starts_with("auth/client-credentials");
     let client = match (pre_registered, &probe.registration_endpoint) {
         (Some(client_id), _) => {
-            let grant = if context.get("grant_type").and_then(Value::as_str)
-                == Some("client_credentials")
-            {
+            let grant = if machine {
                 executor_engine::GRANT_CLIENT_CREDENTIALS
             } else {
                 executor_engine::GRANT_AUTHORIZATION_CODE
