@@ -51,7 +51,7 @@ async fn main() -> std::process::ExitCode {
 
 async fn run() -> Result<(), Fail> {
     let url = std::env::args()
-        .last()
+        .next_back()
         .filter(|a| a.starts_with("http"))
         .ok_or_else(|| Fail("usage: conformance_client <server-url>".into()))?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
@@ -119,7 +119,10 @@ async fn run() -> Result<(), Fail> {
             ..ToolListFilter::default()
         })
         .await?;
-    eprintln!("tools: {:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
+    eprintln!(
+        "tools: {:?}",
+        tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
     for tool in tools {
         let args = match (scenario.as_str(), tool.name.as_str()) {
             (_, "add_numbers") => r#"{a: 5, b: 3}"#,
@@ -230,7 +233,12 @@ async fn authorise(
         .headers()
         .get(reqwest::header::LOCATION)
         .and_then(|l| l.to_str().ok())
-        .ok_or_else(|| Fail(format!("authorize answered {} without a redirect", answer.status())))?;
+        .ok_or_else(|| {
+            Fail(format!(
+                "authorize answered {} without a redirect",
+                answer.status()
+            ))
+        })?;
     let location = url::Url::parse(location)?;
     let code = location
         .query_pairs()
@@ -243,7 +251,9 @@ async fn authorise(
         .map(|(_, v)| v.into_owned())
         .unwrap_or_default();
     if returned != state {
-        return Err(Fail("the authorization server returned another state".into()));
+        return Err(Fail(
+            "the authorization server returned another state".into(),
+        ));
     }
     engine.complete_oauth(&state, &code).await?;
     Ok(())
@@ -260,7 +270,10 @@ async fn call(engine: &Engine, tool: &str, args: &str) -> Result<(), Fail> {
                 return Ok(());
             }
             ExecutionOutcome::Paused(paused) => {
-                eprintln!("{tool}: paused: {}", paused.text.lines().next().unwrap_or(""));
+                eprintln!(
+                    "{tool}: paused: {}",
+                    paused.text.lines().next().unwrap_or("")
+                );
                 outcome = engine
                     .resume(&paused.execution_id, ResumeAction::Accept, None)
                     .await?;
