@@ -474,7 +474,7 @@ impl Engine {
                 let oauth = self
                     .probe_oauth(endpoint)
                     .await
-                    .inspect_err(|e| tracing::info!(%endpoint, error = %e, "no usable OAuth metadata for an MCP server behind an auth wall"))
+                    .inspect_err(|e| tracing::debug!(error = %e, "no usable OAuth metadata for an MCP server behind an auth wall"))
                     .ok();
                 Ok(ProbeView {
                     connected: false,

@@ -1184,11 +1184,14 @@ impl Engine {
                 if let Some(declared) = &declared
                     && !resource_covers(declared, &target)
                 {
+                    // Without its query: an endpoint's query may carry a credential.
+                    let mut shown = target.clone();
+                    shown.set_query(None);
                     return Err(oauth_error(
                         "OAuthProbeError",
                         format!(
                             "The protected-resource metadata at {candidate} is for {declared:?}, \
-                             not for {url}: refusing to authorise against it (RFC 9728 §3.3)."
+                             not for {shown}: refusing to authorise against it (RFC 9728 §3.3)."
                         ),
                     ));
                 }
