@@ -205,7 +205,7 @@ impl ExecutorMcp {
         // A client that cancels the request (`notifications/cancelled`) or closes the session
         // cancels the execution: dropping it stops its sandbox and its upstream requests.
         let outcome = tokio::select! {
-            outcome = self.engine.execute(code.to_owned(), false) => outcome,
+            outcome = self.engine.execute_with_sampler(code.to_owned(), false, super::sampling::for_peer(&context.peer)) => outcome,
             () = context.ct.cancelled() => {
                 let message = "The request was cancelled by the client.";
                 return error_result(format!("Error: {message}"), json!({"status": "error", "error": message}));

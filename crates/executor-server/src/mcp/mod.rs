@@ -8,6 +8,7 @@
 
 mod events;
 mod handler;
+mod sampling;
 mod sessions;
 mod skills;
 mod wire;
