@@ -22,5 +22,7 @@ case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
   npm ci --no-audit --no-fund
   EXECUTOR_BIN="$bin" npm test
 )
+echo "== MCP conformance suite, client scenarios (tests/conformance)"
+./tests/conformance/run.sh
 echo "== fuzz (every parser fed user input, a fixed time each)"
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}" ./scripts/fuzz.sh
