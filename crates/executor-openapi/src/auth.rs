@@ -8,8 +8,10 @@
 //! `http basic` → `Authorization` with prefix `"Basic "` whose value is `base64(user:pass)`
 //! (see [`encode_basic_credentials`]). A requirement naming several schemes becomes one method
 //! with one placement (and one credential variable, named after its scheme) per scheme.
-//! OAuth2 / OpenID Connect schemes are listed as presets in the preview but produce no method
-//! yet (OAuth comes later); cookie API keys and other HTTP schemes are not renderable.
+//! OAuth2 / OpenID Connect schemes are listed as presets in the preview and, after those, offered
+//! as a pasted bearer token (flows Executor cannot run, implicit and password, are reported in
+//! [`DerivedAuth::skipped`]); a spec with no scheme at all is offered a bearer token; cookie API
+//! keys and other HTTP schemes are not renderable and are reported too.
 
 use std::collections::BTreeMap;
 

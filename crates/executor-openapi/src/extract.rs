@@ -374,7 +374,9 @@ fn credential_shadowed(spec: &Spec, op: &Operation) -> Vec<String> {
 fn binary_fields(spec: &Spec, schema: Option<&Value>) -> Vec<String> {
     let doc = spec.document();
     let deref = |s: &'_ Value| -> Value {
-        crate::parse::resolve(doc, s).cloned().unwrap_or(Value::Null)
+        crate::parse::resolve(doc, s)
+            .cloned()
+            .unwrap_or(Value::Null)
     };
     let Some(schema) = schema.map(deref) else {
         return Vec::new();

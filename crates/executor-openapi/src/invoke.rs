@@ -510,7 +510,11 @@ fn scalar_text(v: &Value) -> String {
 }
 
 fn path_value(p: &BindingParam, v: &Value) -> String {
-    let extra = if p.allow_reserved { PATH_RESERVED } else { UNRESERVED };
+    let extra = if p.allow_reserved {
+        PATH_RESERVED
+    } else {
+        UNRESERVED
+    };
     let enc = |s: &str| pct(s, extra);
     if p.content_type.is_some() {
         return enc(&v.to_string());

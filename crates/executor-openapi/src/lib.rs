@@ -26,8 +26,7 @@ mod yaml_depth;
 
 pub use auth::{
     DerivedAuth, HeaderPreset, OAuth2Preset, Preview, SecuritySchemeSummary, derive_auth,
-    derive_auth_methods,
-    encode_basic_credentials, preview,
+    derive_auth_methods, encode_basic_credentials, preview,
 };
 pub use error::OpenApiError;
 pub use extract::{Extraction, ExtractionFailure, OpenApiTool, extract};

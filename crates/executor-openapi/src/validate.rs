@@ -171,7 +171,10 @@ fn canonical(b: &Binding, args: &Map<String, Value>) -> (Value, Option<&'static 
     (Value::Object(out), alias)
 }
 
-fn compile_schema(input: &Value, definitions: &Map<String, Value>) -> Option<jsonschema::Validator> {
+fn compile_schema(
+    input: &Value,
+    definitions: &Map<String, Value>,
+) -> Option<jsonschema::Validator> {
     let mut root = loosen(input, definitions, 0);
     if let Value::Object(o) = &mut root {
         // Required parameters and the body (or `bodyBase64`) are the binding's check, with
@@ -264,7 +267,14 @@ fn collect_refs(v: &Value, out: &mut Vec<String>, depth: usize) {
 }
 
 /// Keys whose values are data, not schemas.
-const DATA_KEYS: [&str; 6] = ["example", "examples", "default", "enum", "const", "x-examples"];
+const DATA_KEYS: [&str; 6] = [
+    "example",
+    "examples",
+    "default",
+    "enum",
+    "const",
+    "x-examples",
+];
 
 /// What a `format: binary` string also accepts: bytes from the sandbox or a ToolFile.
 fn bytes_schema() -> Value {
@@ -322,8 +332,16 @@ fn loosen(v: &Value, definitions: &Map<String, Value>, depth: usize) -> Value {
                 ),
                 other => other.clone(),
             },
-            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
-            | "propertyNames" | "unevaluatedProperties" | "unevaluatedItems"
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
             | "additionalItems" => loosen(x, definitions, depth + 1),
             _ => x.clone(),
         };
@@ -377,8 +395,9 @@ fn loosen(v: &Value, definitions: &Map<String, Value>, depth: usize) -> Value {
         out.insert("required".to_owned(), Value::Array(kept));
     }
     let binary = o.get("format").and_then(Value::as_str) == Some("binary")
-        && o.get("type")
-            .is_none_or(|t| t == "string" || t.as_array().is_some_and(|a| a.contains(&json!("string"))));
+        && o.get("type").is_none_or(|t| {
+            t == "string" || t.as_array().is_some_and(|a| a.contains(&json!("string")))
+        });
     if binary {
         let mut any = vec![Value::Object(out), bytes_schema()];
         if let Value::Object(first) = &mut any[0] {

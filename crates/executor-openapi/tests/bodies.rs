@@ -54,7 +54,12 @@ fn op<'a>(ex: &'a Extraction, method: &str, path: &str) -> &'a OpenApiTool {
 
 /// What the server got, decoded: `{contentType, form: [[k, v]…]}` or
 /// `{contentType, parts: [{name, filename?, contentType?, text?|base64?}…]}`.
-async fn echo(State(hits): State<Arc<AtomicUsize>>, uri: Uri, h: HeaderMap, body: Bytes) -> axum::Json<Value> {
+async fn echo(
+    State(hits): State<Arc<AtomicUsize>>,
+    uri: Uri,
+    h: HeaderMap,
+    body: Bytes,
+) -> axum::Json<Value> {
     hits.fetch_add(1, Ordering::SeqCst);
     let ct = h
         .get(header::CONTENT_TYPE)
@@ -62,7 +67,8 @@ async fn echo(State(hits): State<Arc<AtomicUsize>>, uri: Uri, h: HeaderMap, body
         .unwrap_or("")
         .to_owned();
     let auth = h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let mut out = json!({"contentType": ct, "path": uri.path(), "query": uri.query(), "authorization": auth});
+    let mut out =
+        json!({"contentType": ct, "path": uri.path(), "query": uri.query(), "authorization": auth});
     if ct.starts_with("application/x-www-form-urlencoded") {
         let pairs: Vec<Value> = url::form_urlencoded::parse(&body)
             .map(|(k, v)| json!([k, v]))
@@ -130,7 +136,12 @@ fn pairs(got: &Value) -> Vec<(String, String)> {
         .as_array()
         .unwrap_or_else(|| panic!("not a form: {got}"))
         .iter()
-        .map(|p| (p[0].as_str().unwrap().to_owned(), p[1].as_str().unwrap().to_owned()))
+        .map(|p| {
+            (
+                p[0].as_str().unwrap().to_owned(),
+                p[1].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
 
@@ -146,13 +157,18 @@ async fn stripe_form_bodies_keep_their_nesting() {
     let ex = &*STRIPE;
 
     let sub = op(ex, "POST", "/v1/subscriptions");
-    let got = send(ex, sub, &base, json!({"body": {
-        "customer": "cus_1",
-        "items": [{"price": "price_1", "quantity": 2}],
-        "expand": ["latest_invoice.payment_intent"],
-        "metadata": {"order": "42"},
-        "payment_behavior": "default_incomplete",
-    }}))
+    let got = send(
+        ex,
+        sub,
+        &base,
+        json!({"body": {
+            "customer": "cus_1",
+            "items": [{"price": "price_1", "quantity": 2}],
+            "expand": ["latest_invoice.payment_intent"],
+            "metadata": {"order": "42"},
+            "payment_behavior": "default_incomplete",
+        }}),
+    )
     .await;
     assert_eq!(got["contentType"], "application/x-www-form-urlencoded");
     let p = pairs(&got);
@@ -176,7 +192,10 @@ async fn stripe_form_bodies_keep_their_nesting() {
     }}))
     .await;
     let p = pairs(&got);
-    assert!(has(&p, "default_price_data[recurring][interval]", "month"), "{p:?}");
+    assert!(
+        has(&p, "default_price_data[recurring][interval]", "month"),
+        "{p:?}"
+    );
     assert!(has(&p, "default_price_data[unit_amount]", "1000"), "{p:?}");
 
     let checkout = op(ex, "POST", "/v1/checkout/sessions");
@@ -191,14 +210,25 @@ async fn stripe_form_bodies_keep_their_nesting() {
     assert!(has(&p, "line_items[1][quantity]", "3"), "{p:?}");
 
     let customer = op(ex, "POST", "/v1/customers");
-    let got = send(ex, customer, &base, json!({"body": {
-        "email": "a@example.com",
-        "invoice_settings": {"custom_fields": [{"name": "VAT", "value": "DE123"}]},
-    }}))
+    let got = send(
+        ex,
+        customer,
+        &base,
+        json!({"body": {
+            "email": "a@example.com",
+            "invoice_settings": {"custom_fields": [{"name": "VAT", "value": "DE123"}]},
+        }}),
+    )
     .await;
     let p = pairs(&got);
-    assert!(has(&p, "invoice_settings[custom_fields][0][name]", "VAT"), "{p:?}");
-    assert!(has(&p, "invoice_settings[custom_fields][0][value]", "DE123"), "{p:?}");
+    assert!(
+        has(&p, "invoice_settings[custom_fields][0][name]", "VAT"),
+        "{p:?}"
+    );
+    assert!(
+        has(&p, "invoice_settings[custom_fields][0][value]", "DE123"),
+        "{p:?}"
+    );
 }
 
 /// Issue #18 item 9: Stripe's file upload sends the bytes the sandbox passed as a file part with
@@ -211,14 +241,24 @@ async fn stripe_file_upload_sends_bytes_as_a_file_part() {
     let files = op(ex, "POST", "/v1/files");
     let data = base64_of(PNG);
     // What the sandbox makes of a Uint8Array.
-    let got = send(ex, files, &base, json!({"body": {
-        "purpose": "dispute_evidence",
-        "file": {"_tag": "Bytes", "encoding": "base64", "data": data},
-        "file_link_data": {"create": true},
-        "expand": ["file_link"],
-    }}))
+    let got = send(
+        ex,
+        files,
+        &base,
+        json!({"body": {
+            "purpose": "dispute_evidence",
+            "file": {"_tag": "Bytes", "encoding": "base64", "data": data},
+            "file_link_data": {"create": true},
+            "expand": ["file_link"],
+        }}),
+    )
     .await;
-    assert!(got["contentType"].as_str().unwrap().starts_with("multipart/form-data; boundary="));
+    assert!(
+        got["contentType"]
+            .as_str()
+            .unwrap()
+            .starts_with("multipart/form-data; boundary=")
+    );
     let parts = got["parts"].as_array().unwrap();
     let file = parts.iter().find(|p| p["name"] == "file").unwrap();
     assert_eq!(file["filename"], "file");
@@ -237,11 +277,16 @@ async fn stripe_file_upload_sends_bytes_as_a_file_part() {
     assert_eq!(text("expand[0]"), "file_link");
 
     // A ToolFile (what a binary response is) names itself and its type.
-    let got = send(ex, files, &base, json!({"body": {
-        "purpose": "dispute_evidence",
-        "file": {"_tag": "ToolFile", "name": "evidence.pdf", "mimeType": "application/pdf",
-                 "encoding": "base64", "data": base64_of(b"%PDF-1.4 fake")},
-    }}))
+    let got = send(
+        ex,
+        files,
+        &base,
+        json!({"body": {
+            "purpose": "dispute_evidence",
+            "file": {"_tag": "ToolFile", "name": "evidence.pdf", "mimeType": "application/pdf",
+                     "encoding": "base64", "data": base64_of(b"%PDF-1.4 fake")},
+        }}),
+    )
     .await;
     let file = &got["parts"].as_array().unwrap()[1];
     assert_eq!(file["name"], "file");
@@ -250,8 +295,8 @@ async fn stripe_file_upload_sends_bytes_as_a_file_part() {
     assert_eq!(file["bytes"], json!(b"%PDF-1.4 fake".to_vec()));
 
     // An object is not bytes: refused before any request.
-    let v = ArgsValidator::compile(&files.binding, Some(&files.input_schema), &ex.definitions)
-        .unwrap();
+    let v =
+        ArgsValidator::compile(&files.binding, Some(&files.input_schema), &ex.definitions).unwrap();
     let e = v
         .validate(&json!({"body": {"purpose": "dispute_evidence", "file": {"0": 137, "1": 80}}}))
         .unwrap_err();
@@ -293,7 +338,10 @@ async fn multipart_arrays_repeat_and_objects_are_json() {
     assert_eq!(docs[0]["contentType"], "image/png");
     assert_eq!(docs[1]["contentType"], "image/jpeg");
     assert_eq!(docs[1]["bytes"], json!(b"\xff\xd8\xffjpeg".to_vec()));
-    assert_eq!(named("note")[0]["bytes"], json!(b"plain text content".to_vec()));
+    assert_eq!(
+        named("note")[0]["bytes"],
+        json!(b"plain text content".to_vec())
+    );
     assert!(named("note")[0]["filename"].is_string());
     let tags: Vec<&Value> = named("tags").iter().map(|p| &p["text"]).collect();
     assert_eq!(tags, [&json!("a"), &json!("b")]);
@@ -320,13 +368,32 @@ fn refused(ex: &Extraction, t: &OpenApiTool, args: Value) -> executor_core::Tool
 async fn arguments_are_checked_against_the_whole_schema() {
     let gh = &*GITHUB;
     let get = op(gh, "GET", "/repos/{owner}/{repo}/issues/{issue_number}");
-    let e = refused(gh, get, json!({"owner": "o", "repo": "r", "issue_number": "abc"}));
-    assert!(e.message.contains("issue_number") && e.message.contains("integer"), "{}", e.message);
-    assert_eq!(e.details.as_ref().unwrap()["issues"][0]["path"], json!(["issue_number"]));
+    let e = refused(
+        gh,
+        get,
+        json!({"owner": "o", "repo": "r", "issue_number": "abc"}),
+    );
+    assert!(
+        e.message.contains("issue_number") && e.message.contains("integer"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        e.details.as_ref().unwrap()["issues"][0]["path"],
+        json!(["issue_number"])
+    );
 
     let list = op(gh, "GET", "/repos/{owner}/{repo}/issues");
-    let e = refused(gh, list, json!({"owner": "o", "repo": "r", "state": "bogus"}));
-    assert!(e.message.contains("state") && e.message.contains("open"), "{}", e.message);
+    let e = refused(
+        gh,
+        list,
+        json!({"owner": "o", "repo": "r", "state": "bogus"}),
+    );
+    assert!(
+        e.message.contains("state") && e.message.contains("open"),
+        "{}",
+        e.message
+    );
 
     let update = op(gh, "PATCH", "/repos/{owner}/{repo}/issues/{issue_number}");
     let e = refused(
@@ -353,7 +420,10 @@ async fn arguments_are_checked_against_the_whole_schema() {
     let e = refused(st, sub, json!({"body": {"customer": "c", "colour": "red"}}));
     assert!(e.message.contains("colour"), "{}", e.message);
     let e = refused(st, sub, json!({"input": {"customer": 5}}));
-    assert_eq!(e.details.as_ref().unwrap()["issues"][0]["path"], json!(["input", "customer"]));
+    assert_eq!(
+        e.details.as_ref().unwrap()["issues"][0]["path"],
+        json!(["input", "customer"])
+    );
 
     // Valid calls pass, including through a container and with a null optional.
     let (base, hits) = server().await;
@@ -388,19 +458,26 @@ fn auth_is_never_dropped_silently() {
     let skipped = serde_json::to_value(&derived.skipped).unwrap();
     assert_eq!(skipped.as_array().unwrap().len(), 2, "{skipped}");
     assert_eq!(skipped[0]["operation"], "securityScheme petstore_auth");
-    assert!(skipped[0]["message"].as_str().unwrap().contains("implicit"), "{skipped}");
-    assert!(skipped[1]["message"].as_str().unwrap().contains("password"), "{skipped}");
+    assert!(
+        skipped[0]["message"].as_str().unwrap().contains("implicit"),
+        "{skipped}"
+    );
+    assert!(
+        skipped[1]["message"].as_str().unwrap().contains("password"),
+        "{skipped}"
+    );
     let ex = extract(&spec);
     assert!(
-        ex.tools[0].description.contains("`X-Api-Key` is set from the connection's credentials"),
+        ex.tools[0]
+            .description
+            .contains("`X-Api-Key` is set from the connection's credentials"),
         "{}",
         ex.tools[0].description
     );
 
-    let text = std::fs::read_to_string(
-        fixtures().join("@octokit/openapi/generated/api.github.com.json"),
-    )
-    .unwrap();
+    let text =
+        std::fs::read_to_string(fixtures().join("@octokit/openapi/generated/api.github.com.json"))
+            .unwrap();
     let gh = parse_spec(&text).unwrap();
     assert!(gh.security_schemes.is_empty());
     let m = serde_json::to_value(derive_auth(&gh).methods).unwrap();
@@ -425,8 +502,8 @@ fn every_real_tool_compiles_its_check() {
         let mut slowest = (std::time::Duration::ZERO, "");
         for t in &ex.tools {
             let one = std::time::Instant::now();
-            let v = ArgsValidator::compile(&t.binding, Some(&t.input_schema), &ex.definitions)
-                .unwrap();
+            let v =
+                ArgsValidator::compile(&t.binding, Some(&t.input_schema), &ex.definitions).unwrap();
             assert!(v.checks_schema(), "{name} {} fell back", t.name);
             if one.elapsed() > slowest.0 {
                 slowest = (one.elapsed(), t.name.as_str());
