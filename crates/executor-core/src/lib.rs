@@ -7,6 +7,7 @@ pub mod names;
 pub mod outcome;
 pub mod policy;
 pub mod result;
+pub mod schema_refs;
 pub mod schema_ts;
 pub mod search;
 

@@ -1,25 +1,32 @@
 //! Ranked tool search (spec §4.4): what `tools.search({query, namespace, limit, offset})` answers.
 //!
-//! A [`SearchIndex`] is built once per catalog snapshot. Building normalises every field once and
-//! interns its tokens; a search then classifies each *distinct vocabulary token* against the query
-//! tokens once (exact / prefix either way / substring), keeping only the non-zero matches, and scores
-//! every entry by walking its token ids; the per-entry hot loop neither allocates nor re-normalises
-//! text, and only runs substring searches for the whole-query phrase when every query token already
-//! matched that field.
+//! The wire shape, paging, namespace filter and enumeration mode are the original's; the ranking is
+//! ours (issue #18). The original's formula rewarded any text that mentioned the query's words, so
+//! on GitHub's spec "get repository" put `repos.get` 58th and on Stripe's "create a customer" put
+//! `customers.postCustomers` 200th. Measured on `crates/executor-openapi/tests/search_quality.rs`
+//! (real queries over both specs, one catalog): see BENCHMARKS.md.
 //!
-//! Scoring (per field, weight `w`: path 12, integration 8, name 10, description 5):
-//! - phrase: normalised field `== query` → 14w, starts with it → 9w, contains it → 6w;
-//! - per query token: a field token equal to it → 4w, else a field token that is a prefix of it or
-//!   that it is a prefix of → 2w, else the normalised field contains it → w;
-//! - acceptance: every token must match somewhere when the query has ≤ 2 tokens, else ≥ 60 % of
-//!   them, unless some field contained the whole normalised query (phrase match);
-//! - bonuses: +25 full coverage (else `round(coverage × 10)`), +8 when the first query token equals
-//!   the first path token or the first name token, +20 when the normalised path or name equals the
-//!   normalised query.
+//! Matching works on *terms*: normalised tokens (camelCase split, `_ . / : -` as spaces,
+//! lowercased), plural-stemmed (`repositories` → `repository`), with a small table of synonyms an
+//! agent uses for the same operation (`create`/`add`/`new`/`post`, `get`/`retrieve`/`fetch`,
+//! `delete`/`remove`, `repo`/`repository`, `org`/`organization`, `my` → `authenticated`…). Query
+//! stop words (`a`, `the`, `for`…) are dropped unless the query is nothing else.
 //!
-//! Results sort by score descending, then by path (collation approximating JavaScript's
-//! `localeCompare`, see [`compare_paths`]).
+//! Fields and weights: name 10, summary (the description's first line) 7, integration 6, path 4,
+//! the rest of the description 2. Per query term, the best field counts fully and the others
+//! at 15 %, scaled by the level of the match (exact 1, synonym 0.85, prefix 0.6, substring 0.3)
+//! and by how rare the term is in names and summaries (0.5–1.5). Then: how much of the *name* the
+//! query covers (× 16, by match level; `repos.get` beats `repos.getContent` for "get repository") and of the
+//! summary (× 6), coverage of the query (+15 when complete), the whole query as a phrase in the
+//! name (+5) or summary (+4), and +20 when the name or path is the query. Acceptance as the
+//! original: every term must match when there are at most two, else 60 %, unless the phrase matched.
+//!
+//! The index is built once per catalog snapshot: every field is normalised once and its terms
+//! interned; a search classifies each distinct vocabulary term against the query terms once and
+//! then walks each entry's term ids, without allocating per entry. Results sort by score, then by
+//! path ([`compare_paths`], approximating JavaScript's `localeCompare`).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
@@ -29,20 +36,53 @@ use serde::Serialize;
 /// The page size `tools.search` uses when the caller passes none.
 pub const DEFAULT_SEARCH_LIMIT: usize = 12;
 
-/// Field order inside the index: path, integration, name, description.
+/// Field order inside the index.
 const FIELD_PATH: usize = 0;
 const FIELD_INTEGRATION: usize = 1;
 const FIELD_NAME: usize = 2;
-const FIELD_WEIGHTS: [i64; 4] = [12, 8, 10, 5];
+const FIELD_SUMMARY: usize = 3;
+const FIELDS: usize = 5;
+const FIELD_WEIGHTS: [f64; FIELDS] = [4.0, 6.0, 10.0, 7.0, 2.0];
+/// Weight of a term's matches in fields other than its best one.
+const OTHER_FIELDS: f64 = 0.15;
 
-/// Match levels of one vocabulary token against one query token.
+/// Match levels of one vocabulary term against one query term.
 const LEVEL_NONE: u8 = 0;
 const LEVEL_SUBSTRING: u8 = 1;
 const LEVEL_PREFIX: u8 = 2;
-const LEVEL_EXACT: u8 = 3;
-/// Points (multiplied by the field weight) per level: exact token 4, prefix either way 2,
-/// substring 1.
-const LEVEL_POINTS: [i64; 4] = [0, 1, 2, 4];
+const LEVEL_SYNONYM: u8 = 3;
+const LEVEL_EXACT: u8 = 4;
+const LEVEL_VALUE: [f64; 5] = [0.0, 0.3, 0.6, 0.85, 1.0];
+
+const NAME_PRECISION: f64 = 16.0;
+const SUMMARY_PRECISION: f64 = 6.0;
+const FULL_COVERAGE: f64 = 15.0;
+const PARTIAL_COVERAGE: f64 = 8.0;
+const PHRASE_IN_NAME: f64 = 5.0;
+const PHRASE_IN_SUMMARY: f64 = 4.0;
+const EXACT_NAME_OR_PATH: f64 = 20.0;
+
+/// Words that say nothing about which tool is meant.
+const STOP_WORDS: [&str; 24] = [
+    "a", "an", "the", "of", "for", "to", "in", "on", "by", "with", "and", "or", "from", "into",
+    "this", "that", "it", "its", "is", "be", "as", "at", "all", "some",
+];
+
+/// Words agents use for the same thing: each maps to the first of its group.
+const SYNONYMS: [&[&str]; 10] = [
+    &["create", "add", "new", "post", "make", "insert", "open"],
+    &[
+        "get", "retrieve", "fetch", "read", "show", "view", "describe", "lookup",
+    ],
+    &["list", "enumerate", "browse"],
+    &["update", "edit", "modify", "change", "patch", "put", "set"],
+    &["delete", "remove", "destroy", "del", "erase"],
+    &["repository", "repo"],
+    &["organization", "org", "organisation"],
+    &["authenticated", "my", "me", "mine", "current"],
+    &["user", "member"],
+    &["webhook", "hook"],
+];
 
 /// One searchable tool. `path` omits the `tools.` root, e.g. `"github.org.main.issues.list"`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,12 +135,17 @@ impl SearchPage {
     }
 }
 
-/// Normalised text of one catalog entry plus the span of its interned tokens.
+/// Normalised text of one catalog entry plus the span of its interned terms.
 struct Prepared {
-    /// Normalised text per field (path, integration, name, description).
-    raw: [Box<str>; 4],
-    /// Field `f`'s token ids are `SearchIndex::tokens[tok[f]..tok[f + 1]]`.
-    tok: [u32; 5],
+    /// Normalised text of the name and the summary, for phrase matches.
+    name_raw: Box<str>,
+    summary_raw: Box<str>,
+    path_raw: Box<str>,
+    /// Field `f`'s term ids are `SearchIndex::terms[tok[f]..tok[f + 1]]`.
+    tok: [u32; FIELDS + 1],
+    /// Terms of the name and of the summary that carry meaning (not stop words).
+    name_content: u16,
+    summary_content: u16,
     /// Position of this entry in path order.
     path_rank: u32,
 }
@@ -109,11 +154,15 @@ struct Prepared {
 pub struct SearchIndex {
     entries: Vec<SearchEntry>,
     prepared: Vec<Prepared>,
-    /// Token ids of every field of every entry, back to back.
-    tokens: Vec<u32>,
-    /// Interned token text by id.
+    /// Term ids of every field of every entry, back to back.
+    terms: Vec<u32>,
+    /// Interned term text by id, its synonym group (or its own id) and whether it carries meaning.
     vocab: Vec<Box<str>>,
+    canon: Vec<u32>,
+    content: Vec<bool>,
     vocab_ids: HashMap<Box<str>, u32>,
+    /// Entries whose name or summary holds a term of each canonical id.
+    names_holding: Vec<u32>,
     /// Entry indices sorted by path.
     by_path: Vec<u32>,
 }
@@ -127,6 +176,15 @@ impl fmt::Debug for SearchIndex {
     }
 }
 
+/// The description's first line (the summary) and the rest.
+fn split_summary(description: &str) -> (&str, &str) {
+    let description = description.trim_start();
+    match description.find('\n') {
+        Some(at) => (&description[..at], &description[at + 1..]),
+        None => (description, ""),
+    }
+}
+
 impl SearchIndex {
     pub fn new(entries: Vec<SearchEntry>) -> Self {
         assert!(
@@ -134,41 +192,63 @@ impl SearchIndex {
             "search index holds at most u32::MAX entries"
         );
         let mut vocab: Vec<Box<str>> = Vec::new();
+        let mut canon: Vec<u32> = Vec::new();
+        let mut content: Vec<bool> = Vec::new();
         let mut vocab_ids: HashMap<Box<str>, u32> = HashMap::new();
-        let mut tokens: Vec<u32> = Vec::new();
+        let mut terms: Vec<u32> = Vec::new();
         let mut prepared = Vec::with_capacity(entries.len());
+        let mut names_holding: Vec<u32> = Vec::new();
+        let mut seen_in_entry: Vec<u32> = Vec::new();
 
-        for entry in &entries {
+        for (idx, entry) in entries.iter().enumerate() {
+            let (summary, rest) = split_summary(&entry.description);
             let raw = [
-                &entry.path,
-                &entry.integration,
-                &entry.name,
-                &entry.description,
+                entry.path.as_str(),
+                entry.integration.as_str(),
+                entry.name.as_str(),
+                summary,
+                rest,
             ]
-            .map(|text| normalize_text(text).into_boxed_str());
-            let mut tok = [0u32; 5];
-            tok[0] = to_u32(tokens.len());
+            .map(normalize_text);
+            let mut tok = [0u32; FIELDS + 1];
+            tok[0] = to_u32(terms.len());
+            let (mut name_content, mut summary_content) = (0u16, 0u16);
             for (field, text) in raw.iter().enumerate() {
                 for token in split_tokens(text) {
-                    let id = match vocab_ids.get(token) {
-                        Some(&id) => id,
-                        None => {
-                            let id = to_u32(vocab.len());
-                            vocab.push(token.into());
-                            vocab_ids.insert(token.into(), id);
-                            id
+                    let term = stem(token);
+                    let id = intern(&mut vocab, &mut canon, &mut content, &mut vocab_ids, &term);
+                    terms.push(id);
+                    if content[id as usize] && (field == FIELD_NAME || field == FIELD_SUMMARY) {
+                        if field == FIELD_NAME {
+                            name_content = name_content.saturating_add(1);
+                        } else {
+                            summary_content = summary_content.saturating_add(1);
                         }
-                    };
-                    tokens.push(id);
+                        let c = canon[id as usize] as usize;
+                        if names_holding.len() <= c {
+                            names_holding.resize(c + 1, 0);
+                            seen_in_entry.resize(c + 1, u32::MAX);
+                        }
+                        if seen_in_entry[c] != to_u32(idx) {
+                            seen_in_entry[c] = to_u32(idx);
+                            names_holding[c] += 1;
+                        }
+                    }
                 }
-                tok[field + 1] = to_u32(tokens.len());
+                tok[field + 1] = to_u32(terms.len());
             }
+            let [path_raw, _, name_raw, summary_raw, _] = raw;
             prepared.push(Prepared {
-                raw,
+                name_raw: name_raw.into_boxed_str(),
+                summary_raw: summary_raw.into_boxed_str(),
+                path_raw: path_raw.into_boxed_str(),
                 tok,
+                name_content,
+                summary_content,
                 path_rank: 0,
             });
         }
+        names_holding.resize(vocab.len(), 0);
 
         let mut by_path: Vec<u32> = (0..to_u32(entries.len())).collect();
         by_path.sort_by(|&a, &b| {
@@ -181,9 +261,12 @@ impl SearchIndex {
         Self {
             entries,
             prepared,
-            tokens,
+            terms,
             vocab,
+            canon,
+            content,
             vocab_ids,
+            names_holding,
             by_path,
         }
     }
@@ -242,19 +325,29 @@ impl SearchIndex {
         offset: usize,
         limit: usize,
     ) -> SearchPage {
-        let query_tokens: Vec<&str> = split_tokens(query_raw).collect();
-        if query_tokens.is_empty() {
+        let all_tokens: Vec<&str> = split_tokens(query_raw).collect();
+        if all_tokens.is_empty() {
             return SearchPage::empty();
         }
+        let meaningful: Vec<&str> = all_tokens
+            .iter()
+            .copied()
+            .filter(|t| !STOP_WORDS.contains(t))
+            .collect();
+        let query_tokens = if meaningful.is_empty() {
+            all_tokens
+        } else {
+            meaningful
+        };
 
-        // Namespace filter: token-prefix match on integration or path.
+        // Namespace filter: token-prefix match on integration or path (on the index's terms).
         let ns_ids: Option<Vec<u32>> = match namespace.map(normalize) {
             Some(ns_tokens) if !ns_tokens.is_empty() => {
                 let mut ids = Vec::with_capacity(ns_tokens.len());
                 for token in &ns_tokens {
-                    match self.vocab_ids.get(token.as_str()) {
+                    match self.vocab_ids.get(&*stem(token)) {
                         Some(&id) => ids.push(id),
-                        // No indexed token equals it, so no entry can match the prefix.
+                        // No indexed term equals it, so no entry can match the prefix.
                         None => return SearchPage::empty(),
                     }
                 }
@@ -263,127 +356,142 @@ impl SearchIndex {
             _ => None,
         };
 
-        // Distinct query tokens with their multiplicity: every occurrence scores, but coverage
-        // counts distinct matches divided by *all* tokens (as the original does).
-        let mut distinct: Vec<&str> = Vec::new();
-        let mut multiplicity: Vec<i64> = Vec::new();
-        let mut slots: HashMap<&str, usize> = HashMap::new();
-        for &token in &query_tokens {
-            let slot = *slots.entry(token).or_insert_with(|| {
-                distinct.push(token);
-                multiplicity.push(0);
-                distinct.len() - 1
-            });
-            multiplicity[slot] += 1;
+        // Distinct query terms with their multiplicity and weight (rarer terms weigh more).
+        let mut distinct: Vec<Cow<'_, str>> = Vec::new();
+        let mut multiplicity: Vec<f64> = Vec::new();
+        for token in &query_tokens {
+            let term = stem(token);
+            match distinct.iter().position(|t| *t == term) {
+                Some(slot) => multiplicity[slot] += 1.0,
+                None => {
+                    distinct.push(term);
+                    multiplicity.push(1.0);
+                }
+            }
         }
         let d = distinct.len();
-        let n = query_tokens.len();
+        let query_canon: Vec<&str> = distinct.iter().map(|t| canonical(t)).collect();
+        let entries_n = self.entries.len() as f64;
+        let rarity: Vec<f64> = query_canon
+            .iter()
+            .map(|c| {
+                let holding = self
+                    .vocab_ids
+                    .get(*c)
+                    .map(|&id| self.names_holding[self.canon[id as usize] as usize])
+                    .unwrap_or(0) as f64;
+                0.5 + ((entries_n + 1.0) / (holding + 1.0)).ln() / (entries_n + 1.0).ln().max(1.0)
+            })
+            .collect();
 
-        // Classify every vocabulary token against every distinct query token once; keep only the
+        // Classify every vocabulary term against every distinct query term once; keep only the
         // non-zero levels, as (slot, level) lists per vocabulary id.
         let mut match_start: Vec<u32> = Vec::with_capacity(self.vocab.len() + 1);
         let mut matches: Vec<(u32, u8)> = Vec::new();
-        for token in &self.vocab {
+        for (id, term) in self.vocab.iter().enumerate() {
             match_start.push(to_u32(matches.len()));
+            let term_canon = &*self.vocab[self.canon[id] as usize];
             for (slot, q) in distinct.iter().enumerate() {
-                let level = classify(token, q);
+                let level = classify(term, q, term_canon == query_canon[slot]);
                 if level != LEVEL_NONE {
                     matches.push((to_u32(slot), level));
                 }
             }
         }
         match_start.push(to_u32(matches.len()));
-        let first_query_id = self.vocab_ids.get(query_tokens[0]).copied();
 
-        // Per-slot scratch, invalidated by bumping generation counters instead of clearing.
-        let mut level = vec![LEVEL_NONE; d];
-        let mut level_gen = vec![0u32; d];
-        let mut matched_gen = vec![0u32; d];
-        let mut touched: Vec<u32> = Vec::with_capacity(d);
-        let (mut field_gen, mut entry_gen) = (0u32, 0u32);
+        // Per-(field, slot) best level, invalidated by bumping an entry generation.
+        let mut level = vec![LEVEL_NONE; d * FIELDS];
+        let mut level_gen = vec![0u32; d * FIELDS];
+        let mut entry_gen = 0u32;
         let mut candidates: Vec<(i64, u32, u32)> = Vec::new();
 
         for (idx, prep) in self.prepared.iter().enumerate() {
             if let Some(ns) = &ns_ids
-                && !(self.field_tokens(prep, FIELD_INTEGRATION).starts_with(ns)
-                    || self.field_tokens(prep, FIELD_PATH).starts_with(ns))
+                && !(self.field_terms(prep, FIELD_INTEGRATION).starts_with(ns)
+                    || self.field_terms(prep, FIELD_PATH).starts_with(ns))
             {
                 continue;
             }
             entry_gen += 1;
-            let mut hits = 0usize;
-            let mut score = 0i64;
-            let mut phrase = false;
-            for (field, &weight) in FIELD_WEIGHTS.iter().enumerate() {
-                let raw = &*prep.raw[field];
-                if raw.is_empty() {
-                    continue;
-                }
-                field_gen += 1;
-                touched.clear();
-                for &t in self.field_tokens(prep, field) {
+            let (mut name_hits, mut summary_hits) = (0.0f64, 0.0f64);
+            let mut any = false;
+            for field in 0..FIELDS {
+                for &t in self.field_terms(prep, field) {
                     let cells = &matches[match_start[t as usize] as usize..]
                         [..(match_start[t as usize + 1] - match_start[t as usize]) as usize];
+                    let mut strongest = LEVEL_NONE;
                     for &(slot, lvl) in cells {
-                        let s = slot as usize;
-                        if level_gen[s] != field_gen {
-                            level_gen[s] = field_gen;
-                            level[s] = lvl;
-                            touched.push(slot);
-                        } else if lvl > level[s] {
-                            level[s] = lvl;
+                        any = true;
+                        strongest = strongest.max(lvl);
+                        let cell = field * d + slot as usize;
+                        if level_gen[cell] != entry_gen {
+                            level_gen[cell] = entry_gen;
+                            level[cell] = lvl;
+                        } else if lvl > level[cell] {
+                            level[cell] = lvl;
+                        }
+                    }
+                    if strongest >= LEVEL_PREFIX && self.content[t as usize] {
+                        let covered = LEVEL_VALUE[strongest as usize];
+                        match field {
+                            FIELD_NAME => name_hits += covered,
+                            FIELD_SUMMARY => summary_hits += covered,
+                            _ => {}
                         }
                     }
                 }
-                if touched.is_empty() {
-                    continue;
-                }
-                // Containing the whole query implies containing each of its tokens, so the
-                // substring searches only run when every token matched this field.
-                if touched.len() == d {
-                    if raw == query_raw {
-                        score += 14 * weight;
-                        phrase = true;
-                    } else if raw.starts_with(query_raw) {
-                        score += 9 * weight;
-                        phrase = true;
-                    } else if raw.contains(query_raw) {
-                        score += 6 * weight;
-                        phrase = true;
-                    }
-                }
-                for &slot in &touched {
-                    let s = slot as usize;
-                    score += weight * LEVEL_POINTS[level[s] as usize] * multiplicity[s];
-                    if matched_gen[s] != entry_gen {
-                        matched_gen[s] = entry_gen;
-                        hits += 1;
-                    }
-                }
+            }
+            if !any {
+                continue;
             }
 
-            if hits == 0 {
+            let mut score = 0.0f64;
+            let mut hits = 0usize;
+            for slot in 0..d {
+                let (mut best, mut sum) = (0.0f64, 0.0f64);
+                for (field, weight) in FIELD_WEIGHTS.iter().enumerate() {
+                    let cell = field * d + slot;
+                    if level_gen[cell] == entry_gen {
+                        let v = LEVEL_VALUE[level[cell] as usize] * weight;
+                        best = best.max(v);
+                        sum += v;
+                    }
+                }
+                if best > 0.0 {
+                    hits += 1;
+                    score +=
+                        rarity[slot] * multiplicity[slot] * (best + OTHER_FIELDS * (sum - best));
+                }
+            }
+            let phrase_in_name = prep.name_raw.contains(query_raw);
+            let phrase_in_summary = prep.summary_raw.contains(query_raw);
+            let phrase = phrase_in_name || phrase_in_summary;
+            let enough = if d <= 2 { hits == d } else { hits * 5 >= d * 3 };
+            if hits == 0 || (!enough && !phrase) {
                 continue;
             }
-            let enough = if n <= 2 { hits == n } else { hits * 5 >= n * 3 };
-            if !enough && !phrase {
-                continue;
+            if phrase_in_name {
+                score += PHRASE_IN_NAME;
             }
-            score += if hits == n {
-                25
+            if phrase_in_summary {
+                score += PHRASE_IN_SUMMARY;
+            }
+            score += if hits == d {
+                FULL_COVERAGE
             } else {
-                ((hits as f64 / n as f64) * 10.0).round() as i64
+                PARTIAL_COVERAGE * hits as f64 / d as f64
             };
-            if let Some(first) = first_query_id
-                && (self.field_tokens(prep, FIELD_PATH).first() == Some(&first)
-                    || self.field_tokens(prep, FIELD_NAME).first() == Some(&first))
-            {
-                score += 8;
+            if prep.name_content > 0 {
+                score += NAME_PRECISION * name_hits / f64::from(prep.name_content);
             }
-            if &*prep.raw[FIELD_PATH] == query_raw || &*prep.raw[FIELD_NAME] == query_raw {
-                score += 20;
+            if prep.summary_content > 0 {
+                score += SUMMARY_PRECISION * summary_hits / f64::from(prep.summary_content);
             }
-            candidates.push((score, prep.path_rank, to_u32(idx)));
+            if &*prep.path_raw == query_raw || &*prep.name_raw == query_raw {
+                score += EXACT_NAME_OR_PATH;
+            }
+            candidates.push(((score * 10.0).round() as i64, prep.path_rank, to_u32(idx)));
         }
 
         let total = candidates.len();
@@ -404,9 +512,68 @@ impl SearchIndex {
         finish_page(items, total, offset)
     }
 
-    fn field_tokens(&self, prep: &Prepared, field: usize) -> &[u32] {
-        &self.tokens[prep.tok[field] as usize..prep.tok[field + 1] as usize]
+    fn field_terms(&self, prep: &Prepared, field: usize) -> &[u32] {
+        &self.terms[prep.tok[field] as usize..prep.tok[field + 1] as usize]
     }
+}
+
+/// Interns `term`, and its synonym group's head so `canon` can point at it.
+fn intern(
+    vocab: &mut Vec<Box<str>>,
+    canon: &mut Vec<u32>,
+    content: &mut Vec<bool>,
+    ids: &mut HashMap<Box<str>, u32>,
+    term: &str,
+) -> u32 {
+    if let Some(&id) = ids.get(term) {
+        return id;
+    }
+    let head = canonical(term);
+    let head_id = if head == term {
+        None
+    } else {
+        Some(intern(vocab, canon, content, ids, head))
+    };
+    let id = to_u32(vocab.len());
+    vocab.push(term.into());
+    canon.push(head_id.unwrap_or(id));
+    content.push(term.len() > 1 && !STOP_WORDS.contains(&term));
+    ids.insert(term.into(), id);
+    id
+}
+
+/// The head of `term`'s synonym group, or `term`.
+fn canonical(term: &str) -> &str {
+    SYNONYMS
+        .iter()
+        .find(|group| group.contains(&term))
+        .map_or(term, |group| group[0])
+}
+
+/// Plural to singular, for the English words APIs name things with: `repositories` →
+/// `repository`, `branches` → `branch`, `statuses` → `status`, `pulls` → `pull`; `status`,
+/// `address`, `analysis` stay.
+fn stem(token: &str) -> Cow<'_, str> {
+    let n = token.len();
+    if n <= 3 || !token.is_ascii() {
+        return Cow::Borrowed(token);
+    }
+    if n > 4 && token.ends_with("ies") {
+        return Cow::Owned(format!("{}y", &token[..n - 3]));
+    }
+    for suffix in ["sses", "shes", "ches", "xes", "uses"] {
+        if n > suffix.len() + 1 && token.ends_with(suffix) {
+            return Cow::Borrowed(&token[..n - 2]);
+        }
+    }
+    if token.ends_with('s')
+        && !token.ends_with("ss")
+        && !token.ends_with("us")
+        && !token.ends_with("is")
+    {
+        return Cow::Borrowed(&token[..n - 1]);
+    }
+    Cow::Borrowed(token)
 }
 
 /// Suggestions for an unknown path (the `describe.tool` / `tool_not_found` helper): the top `n`
@@ -488,12 +655,16 @@ fn js_trim(text: &str) -> &str {
     text.trim_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{FEFF}')
 }
 
-fn classify(token: &str, query: &str) -> u8 {
-    if token == query {
+fn classify(term: &str, query: &str, same_group: bool) -> u8 {
+    if term == query {
         LEVEL_EXACT
-    } else if token.starts_with(query) || query.starts_with(token) {
+    } else if same_group {
+        LEVEL_SYNONYM
+    } else if term.len().min(query.len()) >= 3
+        && (term.starts_with(query) || query.starts_with(term))
+    {
         LEVEL_PREFIX
-    } else if token.contains(query) {
+    } else if query.len() >= 4 && term.contains(query) {
         LEVEL_SUBSTRING
     } else {
         LEVEL_NONE
@@ -566,11 +737,29 @@ mod tests {
 
     #[test]
     fn classify_levels() {
-        assert_eq!(classify("issues", "issues"), LEVEL_EXACT);
-        assert_eq!(classify("issues", "iss"), LEVEL_PREFIX);
-        assert_eq!(classify("iss", "issues"), LEVEL_PREFIX);
-        assert_eq!(classify("reissues", "issue"), LEVEL_SUBSTRING);
-        assert_eq!(classify("repos", "issue"), LEVEL_NONE);
+        assert_eq!(classify("issue", "issue", true), LEVEL_EXACT);
+        assert_eq!(classify("post", "create", true), LEVEL_SYNONYM);
+        assert_eq!(classify("issue", "iss", false), LEVEL_PREFIX);
+        assert_eq!(classify("iss", "issue", false), LEVEL_PREFIX);
+        assert_eq!(classify("reissue", "issue", false), LEVEL_SUBSTRING);
+        assert_eq!(classify("repo", "issue", false), LEVEL_NONE);
+        // Short words only match whole: "a" is not a prefix of everything.
+        assert_eq!(classify("an", "a", false), LEVEL_NONE);
+    }
+
+    #[test]
+    fn stems_and_synonyms() {
+        assert_eq!(stem("repositories"), "repository");
+        assert_eq!(stem("statuses"), "status");
+        assert_eq!(stem("repository"), "repository");
+        assert_eq!(stem("branches"), "branch");
+        assert_eq!(stem("pulls"), "pull");
+        assert_eq!(stem("status"), "status");
+        assert_eq!(stem("address"), "address");
+        assert_eq!(stem("gas"), "gas");
+        assert_eq!(canonical("repo"), "repository");
+        assert_eq!(canonical("post"), "create");
+        assert_eq!(canonical("issue"), "issue");
     }
 
     #[test]

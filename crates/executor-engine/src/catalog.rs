@@ -908,6 +908,11 @@ impl Engine {
                 },
             )
             .await?;
+        // Only what this tool's schemas reach: a connection's tools share every definition.
+        let definitions = executor_core::schema_refs::reachable_definitions(
+            &[tool.input_schema.as_ref(), tool.output_schema.as_ref()],
+            &definitions,
+        );
         let types = render_tool_types(
             tool.input_schema.as_ref(),
             tool.output_schema.as_ref(),

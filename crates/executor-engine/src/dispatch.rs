@@ -42,6 +42,8 @@ pub(crate) struct ExecutionCtx {
     pub(crate) journal: Arc<Journal>,
     /// Resolved connections, so that repeated calls skip the store and credential reads.
     targets: Mutex<HashMap<ConnectionKey, Arc<TargetSlot>>>,
+    /// Answers downstream `sampling/createMessage` (the agent's client), when it can.
+    pub(crate) sampler: Option<Arc<dyn executor_mcp::Sampler>>,
 }
 
 impl ExecutionCtx {
@@ -57,6 +59,7 @@ impl ExecutionCtx {
             events,
             journal,
             targets: Mutex::new(HashMap::new()),
+            sampler: None,
         }
     }
 
@@ -189,10 +192,22 @@ pub(crate) async fn dispatch(
     let tool = match crate::tool_cache::get(&inner, &address).await {
         Ok(Some(tool)) => tool,
         Ok(None) => {
+            if let Some(refused) = refused_at_sync(&inner, &address).await {
+                return HostReply::Resolve(ToolOutcome::Err(refused).to_json());
+            }
             let suggestions = suggestions(&inner, &address).await;
             return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
         }
         Err(e) => return HostReply::Reject(internal_tool_error(&e.to_string())),
+    };
+    // Found under an old name (an alias): policies and approvals see its real name.
+    let address = if tool.name == address.tool {
+        address
+    } else {
+        ToolAddress {
+            tool: tool.name.clone(),
+            ..address
+        }
     };
     let key = ConnectionKey::new(
         address.owner,
@@ -486,6 +501,36 @@ fn approval_message(head: &str, path: &str, args: &Value) -> String {
 
 fn declined(path: &str, how: &str) -> String {
     format!("Tool \"{path}\" requires approval but the request was {how} by the user.")
+}
+
+/// `connection_rejected` for a call into a connection that has no tools because the upstream
+/// refused its credentials when they were listed (a GraphQL endpoint that refuses the token's
+/// introspection, say): "tool not found" would send the agent looking for another name.
+async fn refused_at_sync(inner: &Inner, address: &ToolAddress) -> Option<ToolError> {
+    let key = ConnectionKey::new(
+        address.owner,
+        address.integration.clone(),
+        address.connection.clone(),
+    );
+    let connection = inner
+        .store
+        .get_connection(&inner.scope, &key)
+        .await
+        .ok()??;
+    let detail = connection.last_health.as_ref()?.get("detail")?.as_str()?;
+    let status = [401u16, 403]
+        .into_iter()
+        .find(|s| detail.contains(&format!("HTTP {s}")))?;
+    let filter = ToolFilter {
+        integration: Some(key.integration.clone()),
+        owner: Some(key.owner),
+        connection: Some(key.name.clone()),
+        query: None,
+    };
+    let tools = inner.store.list_tools(&inner.scope, &filter).await.ok()?;
+    tools
+        .is_empty()
+        .then(|| crate::credentials::rejected(&key.integration, status, "The upstream", detail))
 }
 
 fn tool_not_found(path: &str, suggestions: Vec<String>) -> ToolOutcome {

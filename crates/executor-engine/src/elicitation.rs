@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use executor_mcp::{ElicitAction, ElicitAnswer, Elicitation, Elicitor};
+use executor_mcp::{ElicitAction, ElicitAnswer, Elicitation, Elicitor, Sampler};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -26,6 +26,8 @@ pub(crate) struct CallElicitor {
     auto_approve: bool,
     address: String,
     args: Value,
+    /// The execution's sampler: the server's sampling requests go to the agent's client.
+    sampler: Option<Arc<dyn Sampler>>,
 }
 
 /// The elicitor of the call the current task runs (`address` as approvals show it).
@@ -36,6 +38,7 @@ pub(crate) fn for_call(ctx: &ExecutionCtx, address: String, args: &Value) -> Arc
         auto_approve: ctx.auto_approve(),
         address,
         args: args.clone(),
+        sampler: ctx.sampler.clone(),
     })
 }
 
@@ -60,6 +63,10 @@ fn answer(request: &Elicitation, action: ResumeAction, content: Option<Value>) -
 }
 
 impl Elicitor for CallElicitor {
+    fn sampler(&self) -> Option<Arc<dyn Sampler>> {
+        self.sampler.clone()
+    }
+
     fn elicit(&self, request: Elicitation) -> BoxFuture<'static, ElicitAnswer> {
         if self.auto_approve && request.asks_for_nothing() {
             let inline = answer(&request, ResumeAction::Accept, None);

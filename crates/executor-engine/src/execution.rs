@@ -334,10 +334,22 @@ impl Engine {
         code: String,
         auto_approve: bool,
     ) -> EngineResult<ExecutionOutcome> {
+        self.execute_with_sampler(code, auto_approve, None).await
+    }
+
+    /// [`Self::execute`], with `sampler` answering the `sampling/createMessage` requests its
+    /// downstream MCP servers send during its calls (the agent's own client, when it can
+    /// sample). It serves the calls of this run in this process; after a restart nobody does.
+    pub async fn execute_with_sampler(
+        &self,
+        code: String,
+        auto_approve: bool,
+        sampler: Option<Arc<dyn executor_mcp::Sampler>>,
+    ) -> EngineResult<ExecutionOutcome> {
         let admitted = self.inner.admission.admit().await?;
         let id = format!("exec_{}", uuid::Uuid::now_v7());
         let journal = Journal::fresh(id, code, auto_approve);
-        let live = self.start_admitted(journal, Some(admitted));
+        let live = self.start_admitted(journal, Some(admitted), sampler);
         let mut guard = AbortUnlessAnswered(Some(live.task.clone()));
         let outcome = self.next_event(live).await;
         guard.0 = None;
@@ -346,7 +358,7 @@ impl Engine {
 
     /// Starts the journal's code on the sandbox pool.
     fn start(&self, journal: Arc<Journal>) -> Live {
-        self.start_admitted(journal, None)
+        self.start_admitted(journal, None, None)
     }
 
     /// [`Self::start`], holding `admitted` (an admission slot) until the run ends.
@@ -354,16 +366,19 @@ impl Engine {
         &self,
         journal: Arc<Journal>,
         admitted: Option<tokio::sync::OwnedSemaphorePermit>,
+        sampler: Option<Arc<dyn executor_mcp::Sampler>>,
     ) -> Live {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let scope = self.inner.mcp.scope();
         scope.reattach_to(journal.sessions.iter().cloned());
-        let ctx = Arc::new(ExecutionCtx::new(
+        let mut ctx = ExecutionCtx::new(
             scope,
             journal.auto_approve,
             PauseSink::new(events_tx.clone(), journal.clone()),
             journal.clone(),
-        ));
+        );
+        ctx.sampler = sampler;
+        let ctx = Arc::new(ctx);
         let placement = self.inner.sandbox.place();
         let host = Arc::new(ExecutionHost {
             inner: self.inner.clone(),
@@ -721,6 +736,15 @@ pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
                 recover(&inner).await;
                 let now = now_ms();
                 sweep_expired(&inner, now).await;
+                if inner
+                    .documents
+                    .evict_idle_extractions(crate::kinds::COMPILED_SPEC_IDLE)
+                {
+                    tracing::debug!("compiled OpenAPI specs idle for a minute were dropped");
+                    if let Some(release) = &inner.release_memory {
+                        (release.0)();
+                    }
+                }
                 if last_purge.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
                     last_purge = Some(tokio::time::Instant::now());
                     let before = now.saturating_sub(ttl_ms(inner.history_retention));
@@ -749,6 +773,7 @@ fn error_outcome(message: &str, extra: Value) -> Completed {
         text: format!("Error: {message}"),
         structured,
         is_error: true,
+        content: Vec::new(),
     }
 }
 

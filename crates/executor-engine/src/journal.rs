@@ -807,7 +807,11 @@ fn reply_from_json(value: &Value) -> Option<HostReply> {
 }
 
 pub(crate) fn completed_to_json(c: &Completed) -> Value {
-    json!({ "text": c.text, "structured": c.structured, "isError": c.is_error })
+    let mut stored = json!({ "text": c.text, "structured": c.structured, "isError": c.is_error });
+    if !c.content.is_empty() {
+        stored["content"] = Value::Array(c.content.clone());
+    }
+    stored
 }
 
 pub(crate) fn completed_from_json(value: &Value) -> Option<Completed> {
@@ -818,6 +822,11 @@ pub(crate) fn completed_from_json(value: &Value) -> Option<Completed> {
             .get("isError")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        content: value
+            .get("content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
     })
 }
 

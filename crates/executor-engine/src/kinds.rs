@@ -5,6 +5,7 @@
 //! than trait objects: adding a kind is a variant here and a module of its own.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use executor_core::auth::AuthMethod;
 use executor_core::{ToolAddress, ToolError, ToolOutcome};
@@ -189,9 +190,15 @@ pub(crate) fn binding(tool: &ToolRecord) -> Result<&Value, Box<ToolError>> {
 #[derive(Default)]
 pub(crate) struct Documents {
     graphql: std::sync::Mutex<Vec<(String, Arc<executor_graphql::Schema>)>>,
-    /// OpenAPI specs compiled to tools, keyed by (spec hash, overrides, spec URL).
-    openapi: std::sync::Mutex<Vec<(String, Arc<executor_openapi::Extraction>)>>,
+    /// OpenAPI specs compiled to tools, keyed by (spec hash, overrides, spec URL), with when
+    /// they were last used.
+    openapi: std::sync::Mutex<Vec<(String, Arc<executor_openapi::Extraction>, Instant)>>,
 }
+
+/// A compiled spec unused this long is dropped: calls never need it (each tool stores its
+/// binding), only the next connection of the same integration would, and GitHub's holds
+/// ~100 MiB (issue #18: RSS stayed at 179 MB after one import).
+pub(crate) const COMPILED_SPEC_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Schemas kept parsed; more are evicted oldest first.
 const MAX_PARSED_SCHEMAS: usize = 8;
@@ -224,11 +231,30 @@ impl Documents {
         &self,
         key: &str,
     ) -> Option<Arc<executor_openapi::Extraction>> {
-        let cached = self.openapi.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cached = self.openapi.lock().unwrap_or_else(|p| p.into_inner());
         cached
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, e)| e.clone())
+            .iter_mut()
+            .find(|(k, _, _)| k == key)
+            .map(|(_, e, used)| {
+                *used = Instant::now();
+                e.clone()
+            })
+    }
+
+    /// Drops the compiled specs unused for `idle`; true when one was dropped.
+    pub(crate) fn evict_idle_extractions(&self, idle: std::time::Duration) -> bool {
+        let dropped: Vec<Arc<executor_openapi::Extraction>> = {
+            let mut cached = self.openapi.lock().unwrap_or_else(|p| p.into_inner());
+            let (old, kept): (Vec<_>, Vec<_>) = cached
+                .drain(..)
+                .partition(|(_, _, used)| used.elapsed() >= idle);
+            *cached = kept;
+            old.into_iter().map(|(_, e, _)| e).collect()
+        };
+        // Freed outside the lock (a large one takes a while).
+        let any = !dropped.is_empty();
+        drop(dropped);
+        any
     }
 
     pub(crate) fn put_openapi_extraction(
@@ -237,12 +263,12 @@ impl Documents {
         extraction: Arc<executor_openapi::Extraction>,
     ) {
         let mut cached = self.openapi.lock().unwrap_or_else(|p| p.into_inner());
-        if cached.iter().any(|(k, _)| k == key) {
+        if cached.iter().any(|(k, _, _)| k == key) {
             return;
         }
         if cached.len() >= MAX_COMPILED_SPECS {
             cached.remove(0);
         }
-        cached.push((key.to_owned(), extraction));
+        cached.push((key.to_owned(), extraction, Instant::now()));
     }
 }

@@ -89,6 +89,19 @@ pub struct EngineConfig {
     /// Where people reach this executor in a browser (`EXECUTOR_WEB_BASE_URL`). `None`: the
     /// HTTP server's own address, once it has one ([`Engine::serving_at`]).
     pub web_base_url: Option<String>,
+    /// Called after the engine dropped a large cache, so the process can hand the freed memory
+    /// back to the system (the binary trims glibc's heap; the engine has no `unsafe`).
+    pub release_memory: Option<ReleaseMemory>,
+}
+
+/// See [`EngineConfig::release_memory`].
+#[derive(Clone)]
+pub struct ReleaseMemory(pub Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for ReleaseMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReleaseMemory")
+    }
 }
 
 /// Where the sandbox runs JavaScript.
@@ -139,6 +152,7 @@ impl EngineConfig {
             history_retention: DEFAULT_HISTORY_RETENTION,
             providers: ProvidersConfig::default(),
             web_base_url: None,
+            release_memory: None,
         }
     }
 }
@@ -188,6 +202,7 @@ pub(crate) struct Inner {
     /// The configured web base URL, else the HTTP server's address (set once it listens).
     /// Core tools build browser links and OAuth redirect URIs from it.
     pub(crate) web_base_url: std::sync::OnceLock<String>,
+    pub(crate) release_memory: Option<ReleaseMemory>,
 }
 
 impl Inner {
@@ -266,6 +281,7 @@ impl Engine {
                 Some(base) if !base.is_empty() => base.trim_end_matches('/').to_owned().into(),
                 _ => std::sync::OnceLock::new(),
             },
+            release_memory: config.release_memory.clone(),
         });
         mcp_plugin::watch_list_changed(&inner);
         execution::spawn_sweeper(&inner);

@@ -471,7 +471,11 @@ impl Engine {
             }),
             Err(e) if is_auth_wall(&e) => {
                 // An OAuth-protected server publishes where to authorise (RFC 9728 / 8414).
-                let oauth = self.probe_oauth(endpoint).await.ok();
+                let oauth = self
+                    .probe_oauth(endpoint)
+                    .await
+                    .inspect_err(|e| tracing::debug!(error = %e, "no usable OAuth metadata for an MCP server behind an auth wall"))
+                    .ok();
                 Ok(ProbeView {
                     connected: false,
                     requires_authentication: true,

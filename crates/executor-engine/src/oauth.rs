@@ -52,6 +52,9 @@ pub struct OAuthClientInput {
     pub client_secret: Option<String>,
     pub resource: Option<String>,
     pub origin_integration: Option<String>,
+    /// How the client authenticates at the token endpoint (`client_secret_basic`,
+    /// `client_secret_post`, `none`); `None`: read from the authorization server's metadata.
+    pub token_endpoint_auth_method: Option<String>,
 }
 
 /// `POST /api/oauth/clients/register-dynamic`.
@@ -111,6 +114,8 @@ pub struct OAuthProbe {
     pub token_url: String,
     pub resource: Option<String>,
     pub scopes_supported: Option<Vec<String>>,
+    /// The `scope` of the resource's 401 challenge (RFC 6750 §3): what it asks for now.
+    pub challenge_scopes: Option<Vec<String>>,
     pub registration_endpoint: Option<String>,
     pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
     pub client_id_metadata_document_supported: Option<bool>,
@@ -204,6 +209,8 @@ struct TokenResponse {
 struct TokenError {
     error: Option<String>,
     message: String,
+    /// The HTTP status of the answer, when there was one.
+    status: Option<u16>,
 }
 
 impl TokenError {
@@ -277,28 +284,134 @@ fn expires_at(expires_in: Option<&Value>) -> Option<i64> {
     (secs.is_finite() && secs >= 0.0).then(|| now_ms().saturating_add((secs * 1000.0) as i64))
 }
 
+/// RFC 6749 §2.3.1 client password in the `Authorization` header.
+pub(crate) const AUTH_BASIC: &str = "client_secret_basic";
+/// RFC 6749 §2.3.1 client password in the request body.
+pub(crate) const AUTH_POST: &str = "client_secret_post";
+/// A public client: its `client_id` in the body, no secret.
+pub(crate) const AUTH_NONE: &str = "none";
+
+/// How a client authenticates at the token endpoint, from what its authorization server
+/// supports (`token_endpoint_auth_methods_supported`). `None`: not known (no metadata); the
+/// request then tries Basic and falls back to the body.
+pub(crate) fn choose_auth_method(
+    supported: Option<&[String]>,
+    has_secret: bool,
+) -> Option<&'static str> {
+    if !has_secret {
+        return Some(AUTH_NONE);
+    }
+    let supported = supported?;
+    // RFC 8414 §2: an absent list means client_secret_basic.
+    if supported.is_empty() {
+        return Some(AUTH_BASIC);
+    }
+    let has = |m: &str| supported.iter().any(|s| s == m);
+    // RFC 6749 §2.3.1 recommends Basic over the body when both are offered. A server that
+    // lists neither (only `none`, or methods we do not speak) still gets the secret a person
+    // gave, in the body, as before: dropping it could only make the request fail.
+    Some(if has(AUTH_BASIC) {
+        AUTH_BASIC
+    } else {
+        AUTH_POST
+    })
+}
+
+/// The client half of a token request.
+struct ClientAuth<'a> {
+    client_id: &'a str,
+    secret: String,
+    /// See [`choose_auth_method`]; `None` tries Basic, then the body.
+    method: Option<&'a str>,
+}
+
+impl<'a> ClientAuth<'a> {
+    async fn of(inner: &Inner, client: &'a OAuthClientRecord) -> EngineResult<Self> {
+        let secret = client_secret(inner, client).await?;
+        let method = match client.token_endpoint_auth_method.as_deref() {
+            _ if secret.is_empty() => Some(AUTH_NONE),
+            Some(AUTH_BASIC) => Some(AUTH_BASIC),
+            Some(AUTH_POST) => Some(AUTH_POST),
+            Some(AUTH_NONE) => Some(AUTH_NONE),
+            _ => None,
+        };
+        Ok(Self {
+            client_id: &client.client_id,
+            secret,
+            method,
+        })
+    }
+}
+
+/// A token request authenticated as `auth` says. When the method is not known, Basic first
+/// (servers must support it for clients with a password, RFC 6749 §2.3.1), and the body once
+/// more if the server refused the client: client authentication is checked before the grant,
+/// so the refused request used nothing up.
 async fn post_token(
     inner: &Inner,
     token_url: &str,
+    auth: &ClientAuth<'_>,
     pairs: &[(&str, &str)],
 ) -> Result<TokenResponse, TokenError> {
-    let response = inner
-        .http()
-        .post(token_url)
+    match auth.method {
+        Some(method) => post_token_as(inner, token_url, auth, method, pairs).await,
+        None => match post_token_as(inner, token_url, auth, AUTH_BASIC, pairs).await {
+            Err(e)
+                if e.status == Some(401)
+                    || matches!(
+                        e.error.as_deref(),
+                        Some("invalid_client" | "invalid_request")
+                    ) =>
+            {
+                tracing::debug!(
+                    "token endpoint refused client_secret_basic; trying client_secret_post"
+                );
+                post_token_as(inner, token_url, auth, AUTH_POST, pairs).await
+            }
+            other => other,
+        },
+    }
+}
+
+async fn post_token_as(
+    inner: &Inner,
+    token_url: &str,
+    auth: &ClientAuth<'_>,
+    method: &str,
+    pairs: &[(&str, &str)],
+) -> Result<TokenResponse, TokenError> {
+    let mut body: Vec<(&str, &str)> = pairs.to_vec();
+    let mut request = inner.http().post(token_url);
+    match method {
+        AUTH_BASIC => {
+            // RFC 6749 §2.3.1: each part form-urlencoded before the Basic encoding.
+            let encode =
+                |v: &str| url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>();
+            request = request.basic_auth(encode(auth.client_id), Some(encode(&auth.secret)));
+        }
+        AUTH_POST => {
+            body.push(("client_id", auth.client_id));
+            body.push(("client_secret", &auth.secret));
+        }
+        _ => body.push(("client_id", auth.client_id)),
+    }
+    let response = request
         .timeout(HTTP_TIMEOUT)
         .header("content-type", "application/x-www-form-urlencoded")
         .header("accept", "application/json")
-        .body(form(pairs))
+        .body(form(&body))
         .send()
         .await
         .map_err(|e| TokenError {
             error: None,
             message: format!("token endpoint unreachable: {e}"),
+            status: None,
         })?;
     let status = response.status();
     let body = response.bytes().await.map_err(|e| TokenError {
         error: None,
         message: format!("token endpoint answer unreadable: {e}"),
+        status: Some(status.as_u16()),
     })?;
     let value: Option<Value> = serde_json::from_slice(&body).ok();
     if !status.is_success() {
@@ -327,15 +440,18 @@ async fn post_token(
                 }
             ),
             error,
+            status: Some(status.as_u16()),
         });
     }
     let value = value.ok_or_else(|| TokenError {
         error: None,
         message: "token endpoint answered with a body that is not JSON".to_owned(),
+        status: Some(status.as_u16()),
     })?;
     serde_json::from_value(value).map_err(|e| TokenError {
         error: None,
         message: format!("token endpoint answer has no usable access_token: {e}"),
+        status: Some(status.as_u16()),
     })
 }
 
@@ -370,6 +486,112 @@ fn well_known(url: &url::Url, name: &str) -> String {
         "{}/.well-known/{name}{path}",
         url.origin().ascii_serialization()
     )
+}
+
+/// The `token_endpoint_auth_methods_supported` of the authorization server whose token
+/// endpoint is `token_url` (an empty list when its metadata names none), from the RFC 8414 /
+/// OIDC metadata at its origin or under a prefix of its path. `None`: no metadata describes
+/// that endpoint.
+async fn token_auth_methods(inner: &Inner, token_url: &str) -> Option<Vec<String>> {
+    let url = url::Url::parse(token_url).ok()?;
+    let origin = url.origin().ascii_serialization();
+    let segments: Vec<&str> = url.path().trim_matches('/').split('/').collect();
+    let mut candidates = Vec::new();
+    // Issuers at the origin and at each path prefix of the endpoint, longest first, at most 3.
+    for n in (0..segments.len()).rev().take(3) {
+        let issuer = url::Url::parse(&format!("{origin}/{}", segments[..n].join("/"))).ok()?;
+        candidates.push(well_known(&issuer, "oauth-authorization-server"));
+        candidates.push(well_known(&issuer, "openid-configuration"));
+    }
+    for candidate in candidates {
+        let Some(meta) = get_json(inner, &candidate).await else {
+            continue;
+        };
+        if meta.get("token_endpoint").and_then(Value::as_str) != Some(token_url) {
+            continue;
+        }
+        return Some(
+            strings(meta.get("token_endpoint_auth_methods_supported")).unwrap_or_default(),
+        );
+    }
+    None
+}
+
+/// What a protected resource's unauthenticated answer said (`WWW-Authenticate`, RFC 6750 /
+/// RFC 9728 §5.1). Present only when it answered 401 (or 403).
+#[derive(Debug, Default)]
+struct ResourceChallenge {
+    resource_metadata: Option<String>,
+    scope: Option<String>,
+}
+
+/// Asks `url` what it wants, as an MCP client's first request would (an `initialize` POST with
+/// no credentials). A server that lets it through gets its session closed again.
+async fn resource_challenge(inner: &Inner, url: &url::Url) -> Option<ResourceChallenge> {
+    let initialize = json!({
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": executor_mcp::CLIENT_NAME, "version": executor_mcp::CLIENT_VERSION},
+        },
+    });
+    let response = inner
+        .http()
+        .post(url.as_str())
+        .timeout(HTTP_TIMEOUT)
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize)
+        .send()
+        .await
+        .ok()?;
+    let status = response.status().as_u16();
+    if !matches!(status, 401 | 403) {
+        if let Some(session) = response.headers().get("mcp-session-id").cloned() {
+            let _ = inner
+                .http()
+                .delete(url.as_str())
+                .timeout(HTTP_TIMEOUT)
+                .header("mcp-session-id", session)
+                .send()
+                .await;
+        }
+        return None;
+    }
+    let mut challenge = ResourceChallenge::default();
+    for header in response
+        .headers()
+        .get_all(reqwest::header::WWW_AUTHENTICATE)
+    {
+        let Ok(text) = header.to_str() else { continue };
+        if !text.trim_start().to_ascii_lowercase().starts_with("bearer") {
+            continue;
+        }
+        challenge.resource_metadata = challenge
+            .resource_metadata
+            .or_else(|| executor_mcp::challenge_param(text, "resource_metadata"));
+        challenge.scope = challenge
+            .scope
+            .or_else(|| executor_mcp::challenge_param(text, "scope"));
+    }
+    Some(challenge)
+}
+
+/// Whether the protected-resource metadata's `resource` names the server at `target`: the same
+/// origin, and a path that is the target's or a parent of it at a segment boundary (RFC 9728
+/// §3.3, as MCP clients check it).
+fn resource_covers(resource: &str, target: &url::Url) -> bool {
+    let Ok(resource) = url::Url::parse(resource) else {
+        return false;
+    };
+    if resource.origin() != target.origin() {
+        return false;
+    }
+    let parent = resource.path().trim_end_matches('/');
+    let path = target.path().trim_end_matches('/');
+    path == parent || path.starts_with(&format!("{parent}/"))
 }
 
 // ---- the tool-level errors of §4.3 -------------------------------------------------------
@@ -487,7 +709,7 @@ async fn refresh(
             &format!("its token expired and its OAuth client {client_slug:?} no longer exists."),
         )));
     };
-    let secret = client_secret(inner, &client).await?;
+    let auth = ClientAuth::of(inner, &client).await?;
     let token_url = oauth.token_url.clone().unwrap_or(client.token_url.clone());
     let resource = client.resource.clone().unwrap_or_default();
     let refresh_token = match &oauth.refresh_item_id {
@@ -498,10 +720,9 @@ async fn refresh(
         post_token(
             inner,
             &token_url,
+            &auth,
             &[
                 ("grant_type", GRANT_CLIENT_CREDENTIALS),
-                ("client_id", &client.client_id),
-                ("client_secret", &secret),
                 ("resource", &resource),
             ],
         )
@@ -517,11 +738,10 @@ async fn refresh(
         post_token(
             inner,
             &token_url,
+            &auth,
             &[
                 ("grant_type", "refresh_token"),
                 ("refresh_token", refresh_token),
-                ("client_id", &client.client_id),
-                ("client_secret", &secret),
                 ("resource", &resource),
             ],
         )
@@ -680,6 +900,30 @@ impl Engine {
             check_url("authorizationUrl", &input.authorization_url)?;
         }
         check_url("tokenUrl", &input.token_url)?;
+        let has_secret = input
+            .client_secret
+            .as_deref()
+            .is_some_and(|s| !s.is_empty());
+        let auth_method = match input
+            .token_endpoint_auth_method
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+        {
+            Some(m @ (AUTH_BASIC | AUTH_POST | AUTH_NONE)) => Some(m.to_owned()),
+            Some(other) => {
+                return Err(EngineError::InvalidInput {
+                    message: format!(
+                        "tokenEndpointAuthMethod must be \"client_secret_basic\", \"client_secret_post\" or \"none\", not {other:?}."
+                    ),
+                });
+            }
+            None if !has_secret => Some(AUTH_NONE.to_owned()),
+            None => {
+                let supported = token_auth_methods(&self.inner, input.token_url.trim()).await;
+                choose_auth_method(supported.as_deref(), true).map(str::to_owned)
+            }
+        };
         let secret_item = self
             .save_client_secret(input.owner, &slug, input.client_secret.as_deref())
             .await?;
@@ -700,6 +944,7 @@ impl Engine {
                     origin_integration: input.origin_integration,
                     origin_issuer: None,
                     origin_redirect_uri: None,
+                    token_endpoint_auth_method: auth_method,
                     created_at: 0,
                     updated_at: 0,
                 },
@@ -779,10 +1024,15 @@ impl Engine {
         }) {
             return Ok(reusable.slug.clone());
         }
+        // A public client (PKCE) where the server takes one or says nothing; else a secret,
+        // in the header when the server offers it (RFC 6749 §2.3.1).
         let auth_method = match &input.token_endpoint_auth_methods_supported {
-            None => "none",
-            Some(methods) if methods.is_empty() || methods.iter().any(|m| m == "none") => "none",
-            Some(_) => "client_secret_post",
+            None => AUTH_NONE,
+            Some(methods) if methods.is_empty() || methods.iter().any(|m| m == AUTH_NONE) => {
+                AUTH_NONE
+            }
+            Some(methods) if methods.iter().any(|m| m == AUTH_BASIC) => AUTH_BASIC,
+            Some(_) => AUTH_POST,
         };
         let body = json!({
             "client_name": input.client_name.clone().unwrap_or_else(|| "Executor".to_owned()),
@@ -844,6 +1094,14 @@ impl Engine {
             .get("client_secret")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        // The server has the last word on how the client authenticates (RFC 7591 §3.2.1).
+        let auth_method = match answer
+            .get("token_endpoint_auth_method")
+            .and_then(Value::as_str)
+        {
+            Some(m @ (AUTH_BASIC | AUTH_POST | AUTH_NONE)) => m,
+            _ => auth_method,
+        };
         let slug = match input.slug.clone().filter(|s| !s.trim().is_empty()) {
             Some(s) => s.trim().to_owned(),
             None => {
@@ -874,6 +1132,7 @@ impl Engine {
                     origin_integration: input.origin_integration,
                     origin_issuer: Some(issuer),
                     origin_redirect_uri: Some(input.redirect_uri),
+                    token_endpoint_auth_method: Some(auth_method.to_owned()),
                     created_at: 0,
                     updated_at: 0,
                 },
@@ -882,19 +1141,34 @@ impl Engine {
         Ok(slug)
     }
 
-    /// RFC 9728 protected-resource metadata first, then RFC 8414 / OIDC server metadata.
+    /// Where to authorise for `url`: the protected-resource metadata (RFC 9728) its 401
+    /// challenge names, else the well-known ones, then the RFC 8414 / OIDC metadata of its
+    /// authorization server; for a server that challenges but publishes no metadata at all
+    /// (MCP 2025-03-26), the default `/authorize`, `/token` and `/register` at its origin.
+    /// A protected-resource document for another resource is refused: following it would send
+    /// the person's grant (and the token's audience) to whoever wrote it.
     pub async fn probe_oauth(&self, url: &str) -> EngineResult<OAuthProbe> {
         let target = check_url("url", url)?;
         let inner = &self.inner;
+        let challenge = resource_challenge(inner, &target).await;
         let mut resource = None;
         let mut scopes = None;
         let mut issuer = target.clone();
+        let mut found_resource_metadata = false;
         let origin = url::Url::parse(&format!("{}/", target.origin().ascii_serialization()))
             .unwrap_or_else(|_| target.clone());
-        for candidate in [
-            well_known(&target, "oauth-protected-resource"),
-            well_known(&origin, "oauth-protected-resource"),
-        ] {
+        let mut candidates: Vec<String> = challenge
+            .as_ref()
+            .and_then(|c| c.resource_metadata.as_deref())
+            .and_then(|m| target.join(m).ok())
+            .filter(|m| matches!(m.scheme(), "http" | "https"))
+            .map(|m| m.to_string())
+            .into_iter()
+            .collect();
+        candidates.push(well_known(&target, "oauth-protected-resource"));
+        candidates.push(well_known(&origin, "oauth-protected-resource"));
+        candidates.dedup();
+        for candidate in candidates {
             if let Some(meta) = get_json(inner, &candidate).await
                 && let Some(server) = meta
                     .get("authorization_servers")
@@ -903,15 +1177,41 @@ impl Engine {
                     .and_then(Value::as_str)
                 && let Ok(server) = url::Url::parse(server)
             {
-                resource = meta
+                let declared = meta
                     .get("resource")
                     .and_then(Value::as_str)
                     .map(str::to_owned);
+                if let Some(declared) = &declared
+                    && !resource_covers(declared, &target)
+                {
+                    // Without its query: an endpoint's query may carry a credential.
+                    let mut shown = target.clone();
+                    shown.set_query(None);
+                    return Err(oauth_error(
+                        "OAuthProbeError",
+                        format!(
+                            "The protected-resource metadata at {candidate} is for {declared:?}, \
+                             not for {shown}: refusing to authorise against it (RFC 9728 §3.3)."
+                        ),
+                    ));
+                }
+                resource = declared;
                 scopes = strings(meta.get("scopes_supported"));
                 issuer = server;
+                found_resource_metadata = true;
                 break;
             }
         }
+        let challenge_scopes = challenge
+            .as_ref()
+            .and_then(|c| c.scope.as_deref())
+            .map(|s| {
+                s.split_whitespace()
+                    .take(MAX_SCOPES)
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|s| !s.is_empty());
         let issuer_origin = url::Url::parse(&format!("{}/", issuer.origin().ascii_serialization()))
             .unwrap_or_else(|_| issuer.clone());
         let mut candidates = vec![
@@ -948,6 +1248,7 @@ impl Engine {
                 token_url: token.to_owned(),
                 resource,
                 scopes_supported: scopes,
+                challenge_scopes,
                 registration_endpoint: meta
                     .get("registration_endpoint")
                     .and_then(Value::as_str)
@@ -958,6 +1259,27 @@ impl Engine {
                 client_id_metadata_document_supported: meta
                     .get("client_id_metadata_document_supported")
                     .and_then(Value::as_bool),
+            });
+        }
+        // MCP 2025-03-26 §2.3.3: a server without metadata has its endpoints at default paths
+        // of its origin. Only for a URL that challenged us (a protected resource) and named no
+        // resource metadata: a newer server that does is misconfigured, not old.
+        if !found_resource_metadata
+            && challenge
+                .as_ref()
+                .is_some_and(|c| c.resource_metadata.is_none())
+        {
+            let base = target.origin().ascii_serialization();
+            return Ok(OAuthProbe {
+                issuer: None,
+                authorization_url: format!("{base}/authorize"),
+                token_url: format!("{base}/token"),
+                resource,
+                scopes_supported: scopes,
+                challenge_scopes,
+                registration_endpoint: Some(format!("{base}/register")),
+                token_endpoint_auth_methods_supported: None,
+                client_id_metadata_document_supported: None,
             });
         }
         Err(oauth_error(
@@ -1006,14 +1328,13 @@ impl Engine {
         let scope = scopes.join(" ");
         let resource = client.resource.clone().unwrap_or_default();
         if client.grant == GRANT_CLIENT_CREDENTIALS {
-            let secret = client_secret(&self.inner, &client).await?;
+            let auth = ClientAuth::of(&self.inner, &client).await?;
             let tokens = post_token(
                 &self.inner,
                 &client.token_url,
+                &auth,
                 &[
                     ("grant_type", GRANT_CLIENT_CREDENTIALS),
-                    ("client_id", &client.client_id),
-                    ("client_secret", &secret),
                     ("scope", &scope),
                     ("resource", &resource),
                 ],
@@ -1114,18 +1435,17 @@ impl Engine {
                     format!("The OAuth client {:?} was removed.", session.client_slug),
                 )
             })?;
-        let secret = client_secret(&self.inner, &client).await?;
+        let auth = ClientAuth::of(&self.inner, &client).await?;
         let resource = client.resource.clone().unwrap_or_default();
         let tokens = post_token(
             &self.inner,
             &client.token_url,
+            &auth,
             &[
                 ("grant_type", GRANT_AUTHORIZATION_CODE),
                 ("code", code),
                 ("redirect_uri", &session.redirect_url),
                 ("code_verifier", &session.pkce_verifier),
-                ("client_id", &client.client_id),
-                ("client_secret", &secret),
                 ("resource", &resource),
             ],
         )
@@ -1221,8 +1541,12 @@ impl Engine {
         let Some(endpoint) = crate::mcp_plugin::display_url(&integration.config) else {
             return Vec::new();
         };
+        // What the server's challenge asks for, else what it supports (MCP scope selection).
         match self.probe_oauth(&endpoint).await {
-            Ok(probe) => probe.scopes_supported.unwrap_or_default(),
+            Ok(probe) => probe
+                .challenge_scopes
+                .or(probe.scopes_supported)
+                .unwrap_or_default(),
             Err(e) => {
                 tracing::debug!(integration = %integration.slug, error = %e, "no OAuth scopes discovered");
                 Vec::new()
@@ -1346,6 +1670,43 @@ mod tests {
         // Publishing later sweeps the expired ones.
         results.publish("s4", json!(2), t0 + RESULT_TTL);
         assert_eq!(results.results.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_auth_method_follows_what_the_server_supports() {
+        let list = |m: &[&str]| m.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let both = list(&[AUTH_POST, AUTH_BASIC]);
+        assert_eq!(choose_auth_method(Some(&both), true), Some(AUTH_BASIC));
+        let post = list(&[AUTH_POST, AUTH_NONE]);
+        assert_eq!(choose_auth_method(Some(&post), true), Some(AUTH_POST));
+        assert_eq!(choose_auth_method(Some(&[]), true), Some(AUTH_BASIC));
+        assert_eq!(choose_auth_method(None, true), None);
+        assert_eq!(choose_auth_method(Some(&both), false), Some(AUTH_NONE));
+        let u = |s: &str| url::Url::parse(s).unwrap();
+        assert!(resource_covers(
+            "https://a.example/mcp",
+            &u("https://a.example/mcp")
+        ));
+        assert!(resource_covers(
+            "https://a.example/",
+            &u("https://a.example/mcp")
+        ));
+        assert!(resource_covers(
+            "https://a.example/mcp/",
+            &u("https://a.example/mcp/x")
+        ));
+        assert!(!resource_covers(
+            "https://a.example/mc",
+            &u("https://a.example/mcp")
+        ));
+        assert!(!resource_covers(
+            "https://evil.example.com/mcp",
+            &u("https://a.example/mcp")
+        ));
+        assert!(!resource_covers(
+            "http://a.example/mcp",
+            &u("https://a.example/mcp")
+        ));
     }
 
     #[test]

@@ -114,9 +114,10 @@ pub(crate) async fn compiled(
     let overrides = config.spec_overrides.clone();
     let url = config.spec_url.clone();
     let extraction = tokio::task::spawn_blocking(move || {
-        parse(&text, overrides.as_ref(), url.as_deref())
-            .map(|spec| Arc::new(executor_openapi::extract(&spec)))
-            .map_err(|e| e.to_string())
+        let spec = parse(&text, overrides.as_ref(), url.as_deref()).map_err(|e| e.to_string())?;
+        // Freed before the extraction grows: the text is no longer needed.
+        drop(text);
+        Ok::<_, String>(Arc::new(executor_openapi::extract(&spec)))
     })
     .await
     .map_err(|e| e.to_string())??;
@@ -146,9 +147,9 @@ pub(crate) async fn produce_tools(
             description: t.description.clone(),
             input_schema: Some(t.input_schema.clone()),
             output_schema: t.output_schema.clone(),
-            annotations: Some(annotations(
-                t.requires_approval,
-                t.approval_description.clone(),
+            annotations: Some(with_aliases(
+                annotations(t.requires_approval, t.approval_description.clone()),
+                &t.aliases,
             )),
             binding: Some(t.binding.clone()),
         })
@@ -157,6 +158,14 @@ pub(crate) async fn produce_tools(
         tools,
         definitions: extraction.definitions.clone(),
     })
+}
+
+/// Old names the tool still answers to (`tool_cache` resolves them on a miss).
+fn with_aliases(mut annotations: Value, aliases: &[String]) -> Value {
+    if !aliases.is_empty() {
+        annotations[crate::tool_cache::ALIASES] = json!(aliases);
+    }
+    annotations
 }
 
 pub(crate) fn annotations(requires_approval: bool, description: Option<String>) -> Value {
@@ -556,10 +565,11 @@ impl Engine {
 
     /// Parses and compiles spec text off the IO threads (a large spec takes a while).
     async fn compile_openapi(
-        text: String,
+        text: Arc<str>,
         overrides: Option<Value>,
         url: Option<String>,
     ) -> EngineResult<(Spec, Extraction)> {
+        // The text is shared, not copied: a dereferenced spec is tens of MB (issue #18).
         tokio::task::spawn_blocking(move || {
             let spec = parse(&text, overrides.as_ref(), url.as_deref()).map_err(spec_error)?;
             let extraction = executor_openapi::extract(&spec);
@@ -583,7 +593,7 @@ impl Engine {
             OpenApiSpecSource::Url(u) => Some(u.clone()),
             OpenApiSpecSource::Text(_) => None,
         };
-        let (spec, extraction) = Self::compile_openapi(text, spec_overrides, url).await?;
+        let (spec, extraction) = Self::compile_openapi(text.into(), spec_overrides, url).await?;
         let mut health_check_candidates = crate::health::openapi_candidates(&extraction);
         health_check_candidates.truncate(20);
         let mut skipped = extraction.failures;
@@ -603,9 +613,10 @@ impl Engine {
             check_slug(slug)?;
             self.ensure_slug_free(slug).await?;
         }
-        let text = self
+        let text: Arc<str> = self
             .openapi_spec_text(&input.spec, &input.headers, &input.query_params)
-            .await?;
+            .await?
+            .into();
         let spec_url = match &input.spec {
             OpenApiSpecSource::Url(u) => Some(u.trim().to_owned()),
             OpenApiSpecSource::Text(_) => None,
@@ -652,6 +663,8 @@ impl Engine {
             .or_else(|| non_blank(spec.description.clone()))
             .or(title)
             .unwrap_or_else(|| slug.clone());
+        // The parsed document is the largest thing alive here; nothing below needs it.
+        drop(spec);
         let spec_hash = self
             .inner
             .store
@@ -851,9 +864,10 @@ impl Engine {
                 }
             },
         };
-        let text = self
+        let text: Arc<str> = self
             .openapi_spec_text(&source, &old.headers, &old.query_params)
-            .await?;
+            .await?
+            .into();
         let spec_url = match &source {
             OpenApiSpecSource::Url(u) => Some(u.trim().to_owned()),
             OpenApiSpecSource::Text(_) => None,

@@ -55,12 +55,45 @@ pub(crate) async fn get(
     if let Some(tool) = inner.tool_cache.lookup(generation, address) {
         return Ok(Some(tool));
     }
-    let Some(tool) = inner.store.get_tool(&inner.scope, address).await? else {
-        return Ok(None);
+    let tool = match inner.store.get_tool(&inner.scope, address).await? {
+        Some(tool) => tool,
+        None => match by_alias(inner, address).await? {
+            Some(tool) => tool,
+            None => return Ok(None),
+        },
     };
     let tool = Arc::new(tool);
     inner.tool_cache.insert(generation, address, tool.clone());
     Ok(Some(tool))
+}
+
+/// The annotation listing a tool's earlier names.
+pub(crate) const ALIASES: &str = "aliases";
+
+/// The tool of `address`'s connection that used to be called `address.tool`: a kind that renames
+/// its tools (OpenAPI names dropped a repeated group in issue #18) lists the old names in the
+/// `aliases` annotation, so agent code written against them keeps working. Only read on a miss.
+async fn by_alias(inner: &Inner, address: &ToolAddress) -> EngineResult<Option<ToolRecord>> {
+    let filter = executor_store::ToolFilter {
+        integration: Some(address.integration.clone()),
+        owner: Some(address.owner),
+        connection: Some(address.connection.clone()),
+        query: None,
+    };
+    let tools = inner.store.list_tools(&inner.scope, &filter).await?;
+    let Some(renamed) = tools.into_iter().find(|t| {
+        t.annotations
+            .as_ref()
+            .and_then(|a| a.get(ALIASES))
+            .and_then(|a| a.as_array())
+            .is_some_and(|a| a.iter().any(|n| n.as_str() == Some(address.tool.as_str())))
+    }) else {
+        return Ok(None);
+    };
+    Ok(inner
+        .store
+        .get_tool(&inner.scope, &renamed.address())
+        .await?)
 }
 
 /// More distinct connections than this in one generation empties the cache.

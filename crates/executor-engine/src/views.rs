@@ -63,6 +63,9 @@ pub fn oauth_client_json(c: &OAuthClientView) -> Value {
     if let Some(r) = &c.resource {
         v["resource"] = json!(r);
     }
+    if let Some(m) = &c.token_endpoint_auth_method {
+        v["tokenEndpointAuthMethod"] = json!(m);
+    }
     v
 }
 

@@ -15,7 +15,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, RequestId};
+// Sampling is deprecated by SEP-2577 but still part of the protocol versions we speak.
+#[allow(deprecated)]
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, RequestId,
+};
 use rmcp::service::InboundStreamOrigin;
 use serde_json::Value;
 use tokio::time::Instant;
@@ -54,6 +59,38 @@ impl Elicitation {
                 .is_none_or(|p| p.is_empty()),
             Elicitation::Url { .. } => false,
         }
+    }
+
+    /// An accepted form's content with the requested schema's defaults filled in where the
+    /// person gave no value (SEP-1034): `None` stays `None` only when there is nothing to fill.
+    pub fn with_defaults(&self, content: Option<Value>) -> Option<Value> {
+        let Elicitation::Form {
+            requested_schema, ..
+        } = self
+        else {
+            return content;
+        };
+        let Some(properties) = requested_schema
+            .get("properties")
+            .and_then(Value::as_object)
+        else {
+            return content;
+        };
+        let given = content.is_some();
+        let mut filled = match content {
+            Some(Value::Object(map)) => map,
+            None => serde_json::Map::new(),
+            // Not an object: nothing to fill into; the server judges it.
+            Some(other) => return Some(other),
+        };
+        for (name, property) in properties {
+            if let Some(default) = property.get("default")
+                && !filled.contains_key(name)
+            {
+                filled.insert(name.clone(), default.clone());
+            }
+        }
+        (given || !filled.is_empty()).then_some(Value::Object(filled))
     }
 
     fn from_params(params: ElicitRequestParams) -> Option<Self> {
@@ -125,6 +162,38 @@ impl ElicitAnswer {
 pub trait Elicitor: Send + Sync {
     /// Asks a person; the future resolves with their answer (or `Cancel` when nobody will answer).
     fn elicit(&self, request: Elicitation) -> BoxFuture<'static, ElicitAnswer>;
+
+    /// Who answers the server's `sampling/createMessage` requests during the call: the model
+    /// behind the agent's own MCP client, when that client can sample. `None`: nobody.
+    fn sampler(&self) -> Option<Arc<dyn Sampler>> {
+        None
+    }
+}
+
+/// Forwards `sampling/createMessage` to a model (the agent's MCP client), as JSON: the request's
+/// params in, the `CreateMessageResult` out.
+pub trait Sampler: Send + Sync {
+    fn create_message(&self, params: Value) -> BoxFuture<'static, Result<Value, SamplingError>>;
+}
+
+/// Why a sampling request got no message: a JSON-RPC error for the server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingError {
+    pub code: i32,
+    pub message: String,
+}
+
+/// The JSON-RPC error a server gets when nobody can sample for it.
+fn no_sampler() -> rmcp::ErrorData {
+    rmcp::ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        // Worded without "tool … is not available": servers echo it, and that phrase reads as
+        // an unknown tool (`is_unknown_tool_message`).
+        "sampling/createMessage refused: the Executor execution that made this call has no \
+         model to sample with (its agent's MCP client does not support sampling, or the \
+         request arrived outside a call)",
+        None,
+    )
 }
 
 /// One call in flight on a session.
@@ -256,6 +325,29 @@ impl Routes {
         }
     }
 
+    /// The call a server request belongs to (see the module docs), waiting briefly for one
+    /// whose request id is not known yet. `None`: no call is in flight.
+    async fn route_of(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+    ) -> Option<(u64, Option<Arc<dyn Elicitor>>)> {
+        let origin_id = match origin {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
+            _ => None,
+        };
+        let deadline = Instant::now() + REGISTRATION_WAIT;
+        loop {
+            let changed = self.changed.notified();
+            match self.find(origin_id.as_ref(), Instant::now() >= deadline) {
+                Found::Route(key, elicitor) => return Some((key, elicitor)),
+                Found::Nobody => return None,
+                Found::Unsent => {
+                    let _ = tokio::time::timeout_at(deadline, changed).await;
+                }
+            }
+        }
+    }
+
     /// Answers one `elicitation/create` of the server.
     pub(crate) async fn elicit(
         &self,
@@ -266,31 +358,57 @@ impl Routes {
         let Some(request) = Elicitation::from_params(params) else {
             return ElicitAnswer::cancel().into_result();
         };
-        let origin_id = match origin {
-            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
-            _ => None,
-        };
-        let deadline = Instant::now() + REGISTRATION_WAIT;
-        let (key, elicitor) = loop {
-            let changed = self.changed.notified();
-            match self.find(origin_id.as_ref(), Instant::now() >= deadline) {
-                Found::Route(key, elicitor) => break (key, elicitor),
-                Found::Nobody => {
-                    tracing::info!(%label, "downstream elicitation outside any tool call; cancelled");
-                    return ElicitAnswer::cancel().into_result();
-                }
-                Found::Unsent => {
-                    let _ = tokio::time::timeout_at(deadline, changed).await;
-                }
-            }
+        let Some((key, elicitor)) = self.route_of(origin).await else {
+            tracing::info!(%label, "downstream elicitation outside any tool call; cancelled");
+            return ElicitAnswer::cancel().into_result();
         };
         let Some(elicitor) = elicitor else {
             tracing::info!(%label, "downstream elicitation with nobody to ask; cancelled");
             return ElicitAnswer::cancel().into_result();
         };
         self.mark(key, true);
-        let answer = elicitor.elicit(request).await;
+        let mut answer = elicitor.elicit(request.clone()).await;
         self.mark(key, false);
+        if answer.action == ElicitAction::Accept {
+            answer.content = request.with_defaults(answer.content);
+        }
         answer.into_result()
+    }
+
+    /// Answers one `sampling/createMessage` of the server through the sampler of the call it
+    /// belongs to. The call timeout waits while the model answers, as for a person.
+    #[allow(deprecated)]
+    pub(crate) async fn sample(
+        &self,
+        label: &str,
+        params: CreateMessageRequestParams,
+        origin: Option<&InboundStreamOrigin>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        let Some((key, Some(elicitor))) = self.route_of(origin).await else {
+            tracing::info!(%label, "downstream sampling request with no call to answer it; refused");
+            return Err(no_sampler());
+        };
+        let Some(sampler) = elicitor.sampler() else {
+            tracing::info!(%label, "downstream sampling request, but the agent's client cannot sample; refused");
+            return Err(no_sampler());
+        };
+        let params = serde_json::to_value(&params)
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        self.mark(key, true);
+        let answer = sampler.create_message(params).await;
+        self.mark(key, false);
+        match answer {
+            Ok(result) => serde_json::from_value(result).map_err(|e| {
+                rmcp::ErrorData::internal_error(
+                    format!("the agent's client answered sampling with an unreadable result: {e}"),
+                    None,
+                )
+            }),
+            Err(e) => Err(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode(e.code),
+                e.message,
+                None,
+            )),
+        }
     }
 }

@@ -105,7 +105,7 @@ pub(crate) fn is_insufficient_scope_challenge(challenge: &str) -> bool {
 }
 
 /// A parameter of a `WWW-Authenticate` challenge (`name="value"` or `name=token`).
-pub(crate) fn challenge_param(challenge: &str, name: &str) -> Option<String> {
+pub fn challenge_param(challenge: &str, name: &str) -> Option<String> {
     let lower = challenge.to_ascii_lowercase();
     let needle = format!("{}=", name.to_ascii_lowercase());
     let mut from = 0;

@@ -11,7 +11,9 @@
 //!   reaped when its session closes).
 //! * Elicitations (`elicitation/create`, form or URL) a server sends while it handles a `tools/call` go
 //!   to the [`Elicitor`] that call was made with ([`ExecutionScope::call_tool_with`]); sessions that
-//!   make tool calls advertise elicitation `{form:{}, url:{}}`, discovery sessions none.
+//!   list or call tools advertise elicitation `{form:{}, url:{}}`, sampling (forwarded to the call's
+//!   [`Sampler`], the agent's own client, else refused with a JSON-RPC error) and `roots` (an empty
+//!   list): servers that register tools only for capable clients list them to us.
 //! * [`call_result_to_outcome`] maps a `CallToolResult` into the sandbox result union.
 
 mod discovery;
@@ -30,8 +32,8 @@ pub mod stdio_fixture;
 pub mod testing;
 
 pub use discovery::{DiscoveredTool, Discovery, ProbeResult, map_tools};
-pub use elicit::{ElicitAction, ElicitAnswer, Elicitation, Elicitor};
-pub use error::McpError;
+pub use elicit::{ElicitAction, ElicitAnswer, Elicitation, Elicitor, Sampler, SamplingError};
+pub use error::{McpError, challenge_param};
 pub use outcome::{call_result_to_outcome, error_to_outcome, is_unknown_tool_message};
 pub use pool::{ExecutionScope, McpClient, McpClientConfig};
 pub use reattach::SessionRecord;

@@ -5,11 +5,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+// Sampling and roots are deprecated by SEP-2577 but still part of the versions we speak.
+#[allow(deprecated)]
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult,
-    ElicitationCapability, FormElicitationCapability, Implementation, PaginatedRequestParams,
-    ProtocolVersion, RequestId, ServerResult, UrlElicitationCapability,
+    ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    FormElicitationCapability, Implementation, ListRootsResult, PaginatedRequestParams,
+    ProtocolVersion, RequestId, RootsCapabilities, SamplingCapability, ServerResult,
+    UrlElicitationCapability,
 };
 use rmcp::service::{
     InboundStreamOrigin, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
@@ -66,22 +70,32 @@ type Callbacks = RwLock<Vec<ListChangedCallback>>;
 struct Handler {
     label: Arc<str>,
     callbacks: Arc<Callbacks>,
-    /// The calls in flight on this session (sessions that make tool calls): elicitations are
-    /// advertised (`{form:{}, url:{}}`) and routed to the call they belong to. Discovery
-    /// sessions have none and advertise no elicitation.
+    /// The calls in flight on this session (sessions that make tool calls): elicitations and
+    /// sampling requests are routed to the call they belong to. Discovery sessions have none:
+    /// they cancel elicitations and refuse sampling.
     routes: Option<Arc<Routes>>,
+}
+
+/// What every session advertises, discovery included: servers that register tools only for
+/// clients able to answer them (elicitation, sampling) would otherwise hide those tools from
+/// the catalog. Sampling is forwarded to the agent's own client where it has one, else refused
+/// with a JSON-RPC error; roots are an empty list (we expose no filesystem).
+#[allow(deprecated)]
+fn client_capabilities() -> ClientCapabilities {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = Some(
+        ElicitationCapability::default()
+            .with_form(FormElicitationCapability::default())
+            .with_url(UrlElicitationCapability::default()),
+    );
+    capabilities.sampling = Some(SamplingCapability::default());
+    capabilities.roots = Some(RootsCapabilities::default());
+    capabilities
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        if self.routes.is_some() {
-            capabilities.elicitation = Some(
-                ElicitationCapability::default()
-                    .with_form(FormElicitationCapability::default())
-                    .with_url(UrlElicitationCapability::default()),
-            );
-        }
+        let capabilities = client_capabilities();
         ClientConfig::new(
             capabilities,
             Implementation::new(CLIENT_NAME, CLIENT_VERSION),
@@ -99,6 +113,31 @@ impl ClientHandler for Handler {
             Some(routes) => Ok(routes.elicit(&self.label, request, origin).await),
             None => Ok(ElicitResult::new(rmcp::model::ElicitationAction::Cancel)),
         }
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        match &self.routes {
+            Some(routes) => routes.sample(&self.label, params, origin).await,
+            None => Err(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "sampling/createMessage refused: this session only lists what the server offers",
+                None,
+            )),
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, rmcp::ErrorData> {
+        Ok(ListRootsResult::default())
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -936,3 +936,145 @@ pub async fn serve_eliciting() -> StatefulMcpServer {
         cancel,
     }
 }
+
+/// Per-session handler of [`serve_capable`]: like `server-everything`, it lists some tools only
+/// to clients that declared the capability they need.
+#[derive(Clone, Default)]
+pub struct CapableHandler;
+
+/// The requested schema of `ask_with_defaults` (SEP-1034 defaults on every property).
+pub fn defaults_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "Ada"},
+            "count": {"type": "integer", "default": 3},
+            "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+            "note": {"type": "string"}
+        }
+    })
+}
+
+impl ServerHandler for CapableHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("capable-test-server", "1.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let caps = context
+            .peer
+            .peer_info()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default();
+        let empty = json!({"type": "object", "properties": {}});
+        let mut tools = vec![tool(
+            json!({"name": "plain", "description": "Needs nothing", "inputSchema": empty}),
+        )];
+        if caps.elicitation.is_some() {
+            tools.push(tool(json!({"name": "ask_with_defaults", "description": "Elicits a form whose fields have defaults; answers with the content it got", "inputSchema": empty})));
+        }
+        if caps.sampling.is_some() {
+            tools.push(tool(json!({"name": "sample", "description": "Asks the client's model; answers with its text", "inputSchema": empty})));
+        }
+        if caps.roots.is_some() {
+            tools.push(tool(json!({"name": "count_roots", "description": "Lists the client's roots", "inputSchema": empty})));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    // Sampling and roots are deprecated by SEP-2577 but still in the protocol.
+    #[allow(deprecated)]
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let peer = &context.peer;
+        let result = match request.name.as_ref() {
+            "plain" => text_result("plain", false),
+            "ask_with_defaults" => {
+                let params: rmcp::model::ElicitRequestParams = serde_json::from_value(
+                    json!({"mode": "form", "message": "Check these.", "requestedSchema": defaults_schema()}),
+                )
+                .expect("fixture elicitation");
+                match peer.create_elicitation(params).await {
+                    Ok(r) => text_result(
+                        json!({"action": r.action, "content": r.content}).to_string(),
+                        false,
+                    ),
+                    Err(e) => text_result(format!("elicitation failed: {e}"), true),
+                }
+            }
+            "sample" => {
+                let params: rmcp::model::CreateMessageRequestParams = serde_json::from_value(json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+                    "maxTokens": 10
+                }))
+                .expect("fixture sampling");
+                match peer.create_message(params).await {
+                    Ok(r) => {
+                        let v = serde_json::to_value(&r).unwrap_or(Value::Null);
+                        text_result(
+                            format!(
+                                "model {} said {}",
+                                v["model"].as_str().unwrap_or(""),
+                                v["content"]["text"].as_str().unwrap_or("")
+                            ),
+                            false,
+                        )
+                    }
+                    Err(e) => text_result(format!("sampling failed: {e}"), true),
+                }
+            }
+            "count_roots" => match peer.list_roots().await {
+                Ok(r) => text_result(format!("roots:{}", r.roots.len()), false),
+                Err(e) => text_result(format!("roots failed: {e}"), true),
+            },
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("Unknown tool: {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+/// A streamable-HTTP MCP server that lists tools by the client's capabilities
+/// ([`CapableHandler`]), on `127.0.0.1:0`. Stops when dropped.
+pub async fn serve_capable() -> StatefulMcpServer {
+    let cancel = CancellationToken::new();
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service: StreamableHttpService<CapableHandler, LocalSessionManager> =
+        StreamableHttpService::new(
+            || Ok(CapableHandler),
+            sessions.clone(),
+            StreamableHttpServerConfig::default()
+                .with_sse_keep_alive(None)
+                .with_cancellation_token(cancel.child_token()),
+        );
+    let ledger = Ledger::default();
+    let router = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(
+            ledger.clone(),
+            ledger_middleware,
+        ));
+    let (listener, addr) = bind().await;
+    let accepted = spawn_server(listener, router, cancel.clone());
+    StatefulMcpServer {
+        url: format!("http://{addr}/mcp"),
+        addr,
+        ledger,
+        elicited: ElicitLog::default(),
+        sessions,
+        accepted,
+        cancel,
+    }
+}

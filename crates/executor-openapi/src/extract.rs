@@ -26,6 +26,9 @@ pub struct OpenApiTool {
     pub approval_description: Option<String>,
     /// A serialised [`Binding`]: everything [`crate::invoke`] needs.
     pub binding: Value,
+    /// Earlier names of this tool that still call it (see `legacy_name`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -74,10 +77,17 @@ pub fn extract(spec: &Spec) -> Extraction {
     }
 
     let named = named_operations(spec);
+    let names: HashSet<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
     let mut tools = Vec::with_capacity(named.len());
     let failures = spec.failures.clone();
-    for (name, op) in named {
-        tools.push(tool(spec, op, name, &mut rw));
+    for (name, op) in &named {
+        let mut t = tool(spec, op, name.clone(), &mut rw);
+        if let Some(old) =
+            legacy_name(op).filter(|old| old != name && !names.contains(old.as_str()))
+        {
+            t.aliases.push(old);
+        }
+        tools.push(t);
     }
     Extraction {
         tools,
@@ -318,10 +328,7 @@ fn tool(spec: &Spec, op: &Operation, name: String, rw: &mut Rewriter<'_>) -> Ope
         server_arg,
         response_binary,
     };
-    let mut description = op
-        .description
-        .clone()
-        .or_else(|| op.summary.clone())
+    let mut description = tool_description(op.summary.as_deref(), op.description.as_deref())
         .unwrap_or_else(|| label.clone());
     let shadowed = credential_shadowed(spec, op);
     if !shadowed.is_empty() {
@@ -343,6 +350,7 @@ fn tool(spec: &Spec, op: &Operation, name: String, rw: &mut Rewriter<'_>) -> Ope
         requires_approval,
         approval_description: requires_approval.then_some(label),
         binding: serde_json::to_value(&binding).unwrap_or(Value::Null),
+        aliases: Vec::new(),
     }
 }
 
@@ -654,19 +662,16 @@ fn group_of(op: &Operation) -> String {
 
 fn leaf_of(op: &Operation, group: &str) -> String {
     if let Some(id) = &op.operation_id {
-        let segments: Vec<&str> = id
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .filter(|s| !s.is_empty())
-            .collect();
-        let id_for_leaf =
-            if segments.len() > 1 && camel_case(segments[0]).eq_ignore_ascii_case(group) {
-                // Drop the leading segment (and the delimiter after it) equal to the group.
-                let first = segments[0];
-                let pos = id.find(first).unwrap_or(0) + first.len();
-                &id[pos..]
-            } else {
-                id.as_str()
-            };
+        // Drop a leading part of the id (up to a delimiter) that spells the group, however many
+        // words it has: `code-scanning/list-alerts-for-repo` in `codeScanning` is
+        // `listAlertsForRepo`.
+        let id_for_leaf = id
+            .char_indices()
+            .filter(|(_, c)| !c.is_ascii_alphanumeric())
+            .find(|(at, _)| camel_case(&id[..*at]).eq_ignore_ascii_case(group))
+            .map(|(at, c)| &id[at + c.len_utf8()..])
+            .filter(|rest| rest.chars().any(|c| c.is_ascii_alphanumeric()))
+            .unwrap_or(id.as_str());
         let leaf = camel_case(id_for_leaf);
         if !leaf.is_empty() {
             return leaf;
@@ -677,6 +682,40 @@ fn leaf_of(op: &Operation, group: &str) -> String {
         leaf.push_str(&pascal_case(seg));
     }
     leaf
+}
+
+/// The summary first (it is what names the operation: search ranks the first line highest),
+/// then the description when it says more.
+fn tool_description(summary: Option<&str>, description: Option<&str>) -> Option<String> {
+    let summary = summary.map(str::trim).filter(|s| !s.is_empty());
+    let description = description.map(str::trim).filter(|s| !s.is_empty());
+    match (summary, description) {
+        (Some(s), Some(d)) if d.starts_with(s) => Some(d.to_owned()),
+        (Some(s), Some(d)) => Some(format!("{s}\n\n{d}")),
+        (s, d) => s.or(d).map(str::to_owned),
+    }
+}
+
+/// The name issue #18 retired: only the group's first word was dropped from the operation id
+/// (`codeScanning.codeScanningListAlertsForRepo`). Kept as an alias so agent code that used it runs.
+fn legacy_name(op: &Operation) -> Option<String> {
+    if op.tool_path.is_some() {
+        return None;
+    }
+    let group = group_of(op);
+    let id = op.operation_id.as_ref()?;
+    let segments: Vec<&str> = id
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let rest = if segments.len() > 1 && camel_case(segments[0]).eq_ignore_ascii_case(&group) {
+        let pos = id.find(segments[0]).unwrap_or(0) + segments[0].len();
+        &id[pos..]
+    } else {
+        id.as_str()
+    };
+    let leaf = camel_case(rest);
+    (!leaf.is_empty()).then(|| format!("{group}.{leaf}"))
 }
 
 fn hash8(s: &str) -> String {
@@ -789,6 +828,32 @@ mod tests {
             Some("repos"),
         );
         assert_eq!(leaf_of(&a, &group_of(&a)), "getContent");
+        // A group of several words is dropped whole, not only its first word.
+        let scan = op(
+            "get",
+            "/repos/{owner}/{repo}/code-scanning/alerts",
+            Some("code-scanning/list-alerts-for-repo"),
+            Some("code-scanning"),
+        );
+        assert_eq!(group_of(&scan), "codeScanning");
+        assert_eq!(leaf_of(&scan, "codeScanning"), "listAlertsForRepo");
+        assert_eq!(
+            legacy_name(&scan).as_deref(),
+            Some("codeScanning.codeScanningListAlertsForRepo")
+        );
+        // An id that is only the group keeps it.
+        let only = op("get", "/pets", Some("pets"), Some("pets"));
+        assert_eq!(leaf_of(&only, "pets"), "pets");
+        assert_eq!(
+            tool_description(Some("Get a repository"), Some("The parent and source…")),
+            Some("Get a repository\n\nThe parent and source…".into())
+        );
+        assert_eq!(
+            tool_description(Some("List pets"), Some("List pets, paged.")),
+            Some("List pets, paged.".into())
+        );
+        assert_eq!(tool_description(None, Some(" d ")), Some("d".into()));
+        assert_eq!(tool_description(Some(""), None), None);
         let b = op("get", "/api/v1/{id}/users/{x}", None, None);
         assert_eq!(group_of(&b), "users");
         assert_eq!(leaf_of(&b, "users"), "getApiV1IdUsersX");

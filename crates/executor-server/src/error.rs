@@ -32,7 +32,11 @@ impl ApiError {
             ),
             ApiError::PayloadTooLarge => (
                 StatusCode::PAYLOAD_TOO_LARGE,
-                json!({"_tag": "PayloadTooLargeError", "message": format!("Request body exceeds {} bytes.", crate::MAX_BODY_BYTES)}),
+                json!({"_tag": "PayloadTooLargeError", "message": format!(
+                    "Request body exceeds {} bytes ({} MiB). A larger OpenAPI spec can be added by URL ({{\"spec\":{{\"kind\":\"url\",\"url\":\"…\"}}}}): a fetched document may be up to 128 MiB.",
+                    crate::MAX_BODY_BYTES,
+                    crate::MAX_BODY_BYTES / 1024 / 1024
+                ), "limitBytes": crate::MAX_BODY_BYTES}),
             ),
             ApiError::Engine(e) => engine_parts(e),
         }

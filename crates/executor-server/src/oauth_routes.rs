@@ -97,6 +97,8 @@ struct ClientBody {
     resource: Option<String>,
     #[serde(default)]
     origin_integration: Option<String>,
+    #[serde(default)]
+    token_endpoint_auth_method: Option<String>,
 }
 
 async fn put_client(State(engine): State<Engine>, ApiJson(body): ApiJson<ClientBody>) -> ApiResult {
@@ -111,6 +113,7 @@ async fn put_client(State(engine): State<Engine>, ApiJson(body): ApiJson<ClientB
             client_secret: body.client_secret,
             resource: body.resource,
             origin_integration: body.origin_integration,
+            token_endpoint_auth_method: body.token_endpoint_auth_method,
         })
         .await?;
     ok(json!({"client": slug}))

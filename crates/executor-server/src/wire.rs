@@ -148,8 +148,14 @@ pub(crate) fn tool_schema(t: &ToolSchema) -> Value {
     body
 }
 
+/// Beyond the original: `content` carries the MCP content blocks of emitted output (images, files,
+/// resources), so the HTTP API does not lose what `emit` produced.
 pub(crate) fn completed(c: &Completed) -> Value {
-    json!({"status": "completed", "text": c.text, "structured": c.structured, "isError": c.is_error})
+    let mut body = json!({"status": "completed", "text": c.text, "structured": c.structured, "isError": c.is_error});
+    if !c.content.is_empty() {
+        body["content"] = Value::Array(c.content.clone());
+    }
+    body
 }
 
 pub(crate) fn paused(p: &Paused) -> Value {

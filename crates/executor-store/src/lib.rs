@@ -30,7 +30,7 @@ pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -230,6 +230,8 @@ pub struct OAuthClientRecord {
     pub origin_integration: Option<String>,
     pub origin_issuer: Option<String>,
     pub origin_redirect_uri: Option<String>,
+    /// `client_secret_basic`, `client_secret_post` or `none`; `None` when not known.
+    pub token_endpoint_auth_method: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }

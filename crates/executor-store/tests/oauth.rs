@@ -25,6 +25,7 @@ fn client(owner: Owner, slug: &str) -> OAuthClientRecord {
         origin_integration: None,
         origin_issuer: None,
         origin_redirect_uri: None,
+        token_endpoint_auth_method: Some("client_secret_basic".into()),
         created_at: 0,
         updated_at: 0,
     }

@@ -38,3 +38,19 @@ fn one_malloc_arena() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn one_malloc_arena() {}
+
+/// Hands the heap's free pages back to the system. glibc keeps what a large parse freed (issue
+/// #18: RSS stayed at 179 MB after importing GitHub's spec, against 48 MB after a restart); the
+/// engine calls this when it drops such a cache.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub(crate) fn trim_heap() {
+    // SAFETY: `malloc_trim` takes glibc's arena locks itself and only returns free pages to the
+    // kernel; it reads no memory of ours and is safe to call from any thread at any time.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub(crate) fn trim_heap() {}

@@ -144,6 +144,7 @@ pub(crate) async fn open_engine_locked(
         EngineConfig {
             pause_ttl,
             calls,
+            release_memory: Some(executor_engine::ReleaseMemory(Arc::new(crate::trim_heap))),
             // `file` reads $EXECUTOR_DATA_DIR/auth.json (or the XDG data home); `keychain` is
             // tried in builds with the `keychain` feature.
             providers: ProvidersConfig {

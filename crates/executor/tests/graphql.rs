@@ -854,3 +854,33 @@ async fn github_schema_imports_through_the_api_and_searches() {
     let (_, connection) = h.get("/api/connections/org/github/main").await;
     assert_eq!(connection["lastHealth"], Value::Null, "{connection}");
 }
+
+/// Issue #18 (14): a connection whose token the endpoint refuses cannot list its tools; calling
+/// one answers `connection_rejected` with the status, not `tool_not_found`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_is_connection_rejected() {
+    let server = start_server().await;
+    let h = Harness::start().await;
+    let (status, added) = h
+        .post(
+            "/api/graphql/integrations",
+            json!({"endpoint": server.url("/graphql"), "slug": "library",
+                   "authenticationTemplate": bearer_template()}),
+        )
+        .await;
+    assert_eq!(status, 200, "{added}");
+    let (status, connection) = h
+        .post(
+            "/api/connections",
+            json!({"owner": "org", "name": "main", "integration": "library", "template": "header", "value": "wrong"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{connection}");
+    let called = h
+        .execute(r#"return await tools.library.org.main.query.hello({ name: "x" })"#)
+        .await;
+    let error = &result(&called)["error"];
+    assert_eq!(error["code"], "connection_rejected", "{called}");
+    assert_eq!(error["status"], 401, "{called}");
+    assert_eq!(error["details"]["category"], "authentication");
+}

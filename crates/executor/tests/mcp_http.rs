@@ -729,3 +729,263 @@ async fn mcp_sessions_are_capped_closing_the_longest_idle_first() {
     let alive = [list_status(&h, &b).await, list_status(&h, &c).await];
     assert_eq!(alive.iter().filter(|s| **s == 200).count(), 1, "{alive:?}");
 }
+
+/// Reads SSE events from `response` until `done` says stop (or the stream ends); each event is
+/// `(id, data)`.
+async fn sse_events(
+    response: &mut reqwest::Response,
+    done: impl Fn(&[(Option<String>, String)]) -> bool,
+) -> Vec<(Option<String>, String)> {
+    let mut buffer = String::new();
+    let mut events = Vec::new();
+    while !done(&events) {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+            .await
+            .expect("an SSE event within 10 s");
+        let Some(chunk) = chunk.unwrap() else { break };
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let mut id = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim());
+                }
+            }
+            if id.is_some() || !data.is_empty() {
+                events.push((id, data));
+            }
+        }
+    }
+    events
+}
+
+fn execute_request(id: u64, code: &str) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"execute","arguments":{"code":code}}})
+}
+
+/// Issue #18 (6): event ids are unique within a session, a reconnect with `Last-Event-ID` gets
+/// what came after it, and a result that completes while the client is away is delivered when
+/// it comes back (before, the priming event and the first message shared id `0` and the resumed
+/// GET hung empty).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_resume_after_last_event_id() {
+    let fixture = serve_stateful().await;
+    let h = start().await;
+    h.add_fixture(&fixture, "stateful").await;
+    let session = open_session(&h).await.unwrap();
+    let post = |body: Value| {
+        h.http
+            .post(format!("{}/mcp", h.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &session)
+            .json(&body)
+            .send()
+    };
+    let resume = |last: String| {
+        h.http
+            .get(format!("{}/mcp", h.base))
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &session)
+            .header("last-event-id", last)
+            .send()
+    };
+
+    // A quick call: every event of the stream has an id of its own.
+    let mut quick = post(execute_request(10, "return 1")).await.unwrap();
+    assert_eq!(quick.status(), 200);
+    let events = sse_events(&mut quick, |_| false).await;
+    let ids: Vec<&String> = events.iter().filter_map(|(id, _)| id.as_ref()).collect();
+    assert!(
+        events.iter().any(|(_, d)| d.contains("\"id\":10")),
+        "{events:?}"
+    );
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "{events:?}");
+
+    // Away while the call finishes: the first event is kept, then the client hangs up.
+    let code = "await tools.stateful.org.main.slow({ms: 600}); return 'done late'";
+    let mut slow = post(execute_request(11, code)).await.unwrap();
+    let first = sse_events(&mut slow, |e| !e.is_empty()).await;
+    let last_seen = first[0].0.clone().expect("the first event has an id");
+    drop(slow);
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let mut resumed = resume(last_seen.clone()).await.unwrap();
+    assert_eq!(resumed.status(), 200);
+    let replayed = sse_events(&mut resumed, |_| false).await;
+    assert!(
+        replayed
+            .iter()
+            .any(|(_, d)| d.contains("done late") && d.contains("\"id\":11")),
+        "{replayed:?}"
+    );
+    assert!(
+        replayed
+            .iter()
+            .all(|(id, _)| id.as_ref() != Some(&last_seen)),
+        "replayed the event it had"
+    );
+
+    // Back while the call still runs: the resumed stream waits for the result, then ends.
+    let code = "await tools.stateful.org.main.slow({ms: 500}); return 'done while back'";
+    let mut slow = post(execute_request(12, code)).await.unwrap();
+    let first = sse_events(&mut slow, |e| !e.is_empty()).await;
+    drop(slow);
+    let mut resumed = resume(first[0].0.clone().unwrap()).await.unwrap();
+    let followed = sse_events(&mut resumed, |_| false).await;
+    assert!(
+        followed.iter().any(|(_, d)| d.contains("done while back")),
+        "{followed:?}"
+    );
+
+    // An id this server never gave: an empty stream, not an error loop.
+    let mut unknown = resume("nope.1.2".into()).await.unwrap();
+    assert_eq!(unknown.status(), 200);
+    assert!(sse_events(&mut unknown, |_| false).await.is_empty());
+}
+
+/// Issue #18 (5): what the code emits reaches the agent as content blocks (an image as an image,
+/// a text file decoded, a resource as itself), then the result; the HTTP API gets them too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emitted_output_arrives_as_content_blocks() {
+    let h = start().await;
+    let client = mcp_client(&h, "", plain()).await;
+    let code = r#"
+emit({ _tag: "ToolFile", name: "dot.png", mimeType: "image/png", encoding: "base64", data: "iVBORw0KGgo=", byteLength: 8 });
+emit({ _tag: "ToolFile", name: "notes.md", mimeType: "text/markdown", encoding: "base64", data: "IyBoaQ==" });
+emit({ type: "resource_link", uri: "https://example.com/a", name: "a" });
+console.log("side");
+return "ok";"#;
+    let done = call(&client, "execute", json!({"code": code})).await;
+    let content = serde_json::to_value(&done).unwrap()["content"].clone();
+    let kinds: Vec<&str> = content
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["text", "image", "text", "text", "resource_link", "text"],
+        "{content}"
+    );
+    assert_eq!(
+        content[0]["text"],
+        "File output: dot.png (image/png, 8 bytes)"
+    );
+    assert_eq!(content[1]["mimeType"], "image/png");
+    assert_eq!(content[1]["data"], "iVBORw0KGgo=");
+    assert_eq!(content[3]["text"], "# hi");
+    assert_eq!(content[5]["text"], "ok\nLogs:\n[log] side");
+    assert_eq!(structured(&done)["emitted"], 3);
+    client.cancel().await.unwrap();
+
+    let (status, over_http) = h.post("/api/executions", json!({"code": code})).await;
+    assert_eq!(status, 200, "{over_http}");
+    assert_eq!(over_http["content"], content, "{over_http}");
+    let (_, plain_run) = h.post("/api/executions", json!({"code": "return 1"})).await;
+    assert!(plain_run.get("content").is_none(), "{plain_run}");
+}
+
+/// Issue #18 (7): malformed JSON is a JSON-RPC parse error (400, -32700), not a 415 in plain
+/// text; a batch is served on 2025-03-26 and refused with -32600 on later versions; a DELETE of
+/// an unknown session is a 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wire_errors_are_json_rpc() {
+    let h = start().await;
+    let raw = |version: Option<&str>, body: &str| {
+        let mut request = h
+            .http
+            .post(format!("{}/mcp", h.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(v) = version {
+            request = request.header("mcp-protocol-version", v);
+        }
+        request.send()
+    };
+    let malformed = raw(Some("2025-11-25"), "{not json").await.unwrap();
+    assert_eq!(malformed.status(), 400);
+    let body: Value = malformed.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32700, "{body}");
+    assert_eq!(body["id"], Value::Null);
+
+    let init = |id: u64, version: &str| {
+        json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{
+            "protocolVersion":version,"capabilities":{},"clientInfo":{"name":"c","version":"1"}}})
+    };
+    let refused = raw(
+        Some("2025-11-25"),
+        &json!([init(1, "2025-11-25")]).to_string(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+
+    // A 2025-03-26 client (no version header) batches its handshake, then a call.
+    let batch = raw(
+        None,
+        &json!([init(1, "2025-03-26"), {"jsonrpc":"2.0","method":"notifications/initialized"}])
+            .to_string(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(batch.status(), 200);
+    let session = batch.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let answers: Value = batch.json().await.unwrap();
+    assert_eq!(answers.as_array().unwrap().len(), 1, "{answers}");
+    assert_eq!(answers[0]["id"], 1);
+    assert_eq!(
+        answers[0]["result"]["protocolVersion"], "2025-03-26",
+        "{answers}"
+    );
+    let calls = h
+        .http
+        .post(format!("{}/mcp", h.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .json(&json!([
+            {"jsonrpc":"2.0","id":2,"method":"tools/list"},
+            {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute","arguments":{"code":"return 6*7"}}}
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(calls.status(), 200);
+    let answers: Value = calls.json().await.unwrap();
+    assert_eq!(answers[0]["id"], 2, "{answers}");
+    assert_eq!(answers[0]["result"]["tools"][0]["name"], "execute");
+    assert_eq!(answers[1]["id"], 3);
+    assert_eq!(
+        answers[1]["result"]["structuredContent"]["result"], 42,
+        "{answers}"
+    );
+
+    let unknown = h
+        .http
+        .delete(format!("{}/mcp", h.base))
+        .header("mcp-session-id", "no-such-session")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let known = h
+        .http
+        .delete(format!("{}/mcp", h.base))
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert!(known.status().is_success(), "{}", known.status());
+}

@@ -406,9 +406,11 @@ async fn serve_as() -> (Shared, String) {
             Arc::new(LocalSessionManager::default()),
             StreamableHttpServerConfig::default().with_sse_keep_alive(None),
         );
+    // On the MCP routes only: a 401 challenge naming the MCP server's metadata on every other
+    // path (the router's fallback) would tell a prober that `/api` is the MCP resource.
     let mcp = Router::new()
         .nest_service("/mcp", mcp)
-        .layer(middleware::from_fn_with_state(
+        .route_layer(middleware::from_fn_with_state(
             state.clone(),
             require_bearer,
         ));

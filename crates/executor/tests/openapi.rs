@@ -890,6 +890,28 @@ async fn github_spec_imports_and_searches() {
             .contains("owner"),
         "{described}"
     );
+    // One tool's schema carries the definitions it reaches, not the connection's 969.
+    let response = h
+        .http
+        .get(format!(
+            "{}/api/tools/schema?address=tools.github.org.main.issues.create",
+            h.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let bytes = response.bytes().await.unwrap();
+    let schema: Value = serde_json::from_slice(&bytes).unwrap();
+    let shared = schema["schemaDefinitions"]
+        .as_object()
+        .map_or(0, |d| d.len());
+    assert!((1..100).contains(&shared), "{shared} definitions");
+    assert!(bytes.len() < 512 * 1024, "{} bytes", bytes.len());
+    eprintln!(
+        "BENCH github tool schema (issues.create): {} bytes, {shared} definitions",
+        bytes.len()
+    );
     eprintln!(
         "github: {count} tools; import {:.0} ms, first connection {:.0} ms",
         import.as_secs_f64() * 1e3,
@@ -1233,4 +1255,94 @@ async fn health_checks() {
         .post("/api/connections/org/stateful/main/health", json!({}))
         .await;
     assert_eq!(live["status"], "healthy", "{live}");
+}
+
+/// Issue #18: a tag of several words is dropped whole from the tool name
+/// (`petStore.listPets`, not `petStore.storeListPets` nor `petStore.petStoreListPets`), and the
+/// old name still calls the same operation, so agent code written against it keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renamed_tools_answer_to_their_old_names() {
+    let (api, base) = serve_api().await;
+    let h = Harness::start().await;
+    let text = format!(
+        r#"openapi: 3.0.3
+info: {{ title: Store, version: "1" }}
+servers: [{{ url: "{base}/v1" }}]
+paths:
+  /pets:
+    get:
+      operationId: pet-store/list-pets
+      tags: [pet-store]
+      summary: List pets
+      responses: {{ '200': {{ description: ok }} }}
+"#
+    );
+    let (status, added) = h
+        .post(
+            "/api/openapi/specs",
+            json!({"spec": {"kind": "blob", "value": text}, "slug": "store", "authenticationTemplate": []}),
+        )
+        .await;
+    assert_eq!(status, 200, "{added}");
+    let (status, conn) = h
+        .post(
+            "/api/connections",
+            json!({"owner": "org", "name": "main", "integration": "store", "template": "none", "values": {}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{conn}");
+    let (_, tools) = h.get("/api/tools?integration=store").await;
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["petStore.listPets"], "{tools}");
+
+    for name in ["listPets", "petStoreListPets"] {
+        api.clear();
+        let called = h
+            .execute(&format!(
+                "return await tools.store.org.main.petStore.{name}({{}})"
+            ))
+            .await;
+        // The test API wants a key this connection lacks: reaching it is what counts here.
+        assert_eq!(result(&called)["error"]["status"], 401, "{name}: {called}");
+        let seen = api.requests();
+        assert_eq!(seen.len(), 1, "{name}");
+        assert_eq!(seen[0].path, "/v1/pets");
+    }
+    let missing = h
+        .execute("return await tools.store.org.main.petStore.nothing({})")
+        .await;
+    assert_eq!(
+        result(&missing)["error"]["code"],
+        "tool_not_found",
+        "{missing}"
+    );
+}
+
+/// Issue #18 (13): the 413 for an inline spec over 10 MiB says a URL works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inline_spec_over_the_body_cap_is_told_to_use_a_url() {
+    let h = Harness::start().await;
+    let big = "x".repeat(11 * 1024 * 1024);
+    let (status, body) = h
+        .post(
+            "/api/openapi/specs",
+            json!({"spec": {"kind": "blob", "value": big}, "slug": "big"}),
+        )
+        .await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["_tag"], "PayloadTooLargeError");
+    assert!(
+        body["message"].as_str().unwrap().contains("by URL"),
+        "{body}"
+    );
+    let (_, integrations) = h.get("/api/integrations").await;
+    assert!(
+        !integrations.to_string().contains("\"big\""),
+        "{integrations}"
+    );
 }

@@ -47,7 +47,8 @@ pub(super) fn clients_create_input() -> Value {
             "grant": grant_schema(),
             "clientId": {"type": "string"},
             "resource": nullable_string(),
-            "originIntegration": nullable_string()
+            "originIntegration": nullable_string(),
+            "tokenEndpointAuthMethod": {"type": "string", "enum": ["client_secret_basic", "client_secret_post", "none"], "description": "Omit to read it from the authorization server's metadata."}
         },
         "required": ["owner", "slug", "tokenUrl", "grant", "clientId"],
         "additionalProperties": false
@@ -161,6 +162,7 @@ pub(super) async fn clients_create(engine: &Engine, args: &Value) -> CoreResult 
             "clientId",
             "resource",
             "originIntegration",
+            "tokenEndpointAuthMethod",
         ],
     )
     .map_err(|e| secret_refused(args, e))?;
@@ -175,6 +177,7 @@ pub(super) async fn clients_create(engine: &Engine, args: &Value) -> CoreResult 
             client_secret: None,
             resource: a.str("resource")?,
             origin_integration: a.str("originIntegration")?,
+            token_endpoint_auth_method: a.str("tokenEndpointAuthMethod")?,
         })
         .await?;
     Ok(json!({"client": slug}))

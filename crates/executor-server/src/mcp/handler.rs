@@ -205,7 +205,7 @@ impl ExecutorMcp {
         // A client that cancels the request (`notifications/cancelled`) or closes the session
         // cancels the execution: dropping it stops its sandbox and its upstream requests.
         let outcome = tokio::select! {
-            outcome = self.engine.execute(code.to_owned(), false) => outcome,
+            outcome = self.engine.execute_with_sampler(code.to_owned(), false, super::sampling::for_peer(&context.peer)) => outcome,
             () = context.ct.cancelled() => {
                 let message = "The request was cancelled by the client.";
                 return error_result(format!("Error: {message}"), json!({"status": "error", "error": message}));
@@ -595,10 +595,26 @@ fn error_result(text: String, structured: Value) -> CallToolResult {
 }
 
 fn completed_result(completed: Completed) -> CallToolResult {
-    with_structured(
-        text_result(completed.text, completed.is_error),
-        completed.structured,
-    )
+    if completed.content.is_empty() {
+        return with_structured(
+            text_result(completed.text, completed.is_error),
+            completed.structured,
+        );
+    }
+    // Emitted output reaches the agent as the blocks it is (images as images, files decoded).
+    let blocks = completed
+        .content
+        .into_iter()
+        .map(|block| {
+            serde_json::from_value::<rmcp::model::ContentBlock>(block.clone())
+                .unwrap_or_else(|_| rmcp::model::ContentBlock::text(block.to_string()))
+        })
+        .collect();
+    let mut result = CallToolResult::success(blocks);
+    if completed.is_error {
+        result.is_error = Some(true);
+    }
+    with_structured(result, completed.structured)
 }
 
 fn paused_result(paused: Paused) -> CallToolResult {

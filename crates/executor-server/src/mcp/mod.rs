@@ -6,9 +6,12 @@
 //! statelessly with JSON replies. Paused executions live in the engine, never in the MCP session,
 //! so a pause created on one session can be resumed from another (or over `/api`).
 
+mod events;
 mod handler;
+mod sampling;
 mod sessions;
 mod skills;
+mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,12 +68,12 @@ fn allowed_origins(hosts: &[String]) -> Vec<String> {
     origins
 }
 
-/// The rmcp service for `/mcp`. Sessions end when `cancel` fires (server shutdown); at most
-/// `limits` live at once.
+/// The rmcp service for `/mcp`. Sessions end when `cancel` fires (server shutdown); `sessions`
+/// caps how many live at once.
 pub fn http_service(
     engine: Engine,
     extra_allowed_hosts: &[String],
-    limits: McpSessionLimits,
+    sessions: Arc<CappedSessions>,
     cancel: CancellationToken,
 ) -> StreamableHttpService<ExecutorMcp, CappedSessions> {
     let hosts = allowed_hosts(extra_allowed_hosts);
@@ -85,7 +88,7 @@ pub fn http_service(
         .with_cancellation_token(cancel);
     StreamableHttpService::new(
         move || Ok(ExecutorMcp::new(engine.clone(), ElicitationMode::Model)),
-        Arc::new(CappedSessions::new(limits)),
+        sessions,
         config,
     )
 }
@@ -97,10 +100,14 @@ pub(crate) fn router(
     limits: McpSessionLimits,
     cancel: CancellationToken,
 ) -> Router {
+    let sessions = Arc::new(CappedSessions::new(limits));
+    let service = http_service(engine, extra_allowed_hosts, sessions.clone(), cancel);
     Router::new()
         .nest_service(
             "/mcp",
-            http_service(engine.clone(), extra_allowed_hosts, limits, cancel),
+            axum::routing::any(move |request| {
+                wire::serve(service.clone(), sessions.clone(), request)
+            }),
         )
         .route("/resume/{id}", get(resume_page))
 }

@@ -23,7 +23,7 @@ use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
 };
 use rmcp::transport::streamable_http_server::session::{
-    RestoreOutcome, ServerSseMessage, SessionId,
+    EventStore, RestoreOutcome, ServerSseMessage, SessionId,
 };
 use serde_json::json;
 
@@ -75,7 +75,8 @@ pub struct CappedSessions {
 impl CappedSessions {
     pub fn new(limits: McpSessionLimits) -> Self {
         Self {
-            inner: LocalSessionManager::default(),
+            inner: LocalSessionManager::default()
+                .with_event_store(Arc::new(super::events::SessionEvents::new())),
             limits: McpSessionLimits {
                 total: limits.total.max(1),
                 per_token: limits.per_token.max(1),
@@ -321,6 +322,10 @@ impl SessionManager for CappedSessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id);
         self.inner.resume(id, last_event_id).await
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.inner.event_store()
     }
 
     async fn restore_session(

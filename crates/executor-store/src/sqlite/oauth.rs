@@ -12,7 +12,7 @@ use crate::{
 
 macro_rules! client_cols {
     () => {
-        "owner, slug, authorization_url, token_url, grant_type, client_id, client_secret_item_id, resource, origin_kind, origin_integration, origin_issuer, origin_redirect_uri, created_at, updated_at"
+        "owner, slug, authorization_url, token_url, grant_type, client_id, client_secret_item_id, resource, origin_kind, origin_integration, origin_issuer, origin_redirect_uri, token_endpoint_auth_method, created_at, updated_at"
     };
 }
 macro_rules! session_cols {
@@ -35,6 +35,7 @@ fn client_from_row(row: &SqliteRow) -> Result<OAuthClientRecord> {
         origin_integration: row.try_get("origin_integration")?,
         origin_issuer: row.try_get("origin_issuer")?,
         origin_redirect_uri: row.try_get("origin_redirect_uri")?,
+        token_endpoint_auth_method: row.try_get("token_endpoint_auth_method")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
@@ -142,7 +143,7 @@ impl SqliteStore {
         sqlx::query(concat!(
             "INSERT INTO oauth_client (tenant, subject, ",
             client_cols!(),
-            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT (tenant, owner, subject, slug) DO UPDATE SET \
                authorization_url = excluded.authorization_url, token_url = excluded.token_url, \
                grant_type = excluded.grant_type, client_id = excluded.client_id, \
@@ -151,6 +152,7 @@ impl SqliteStore {
                origin_integration = excluded.origin_integration, \
                origin_issuer = excluded.origin_issuer, \
                origin_redirect_uri = excluded.origin_redirect_uri, \
+               token_endpoint_auth_method = excluded.token_endpoint_auth_method, \
                updated_at = excluded.updated_at"
         ))
         .bind(&scope.tenant)
@@ -167,6 +169,7 @@ impl SqliteStore {
         .bind(&rec.origin_integration)
         .bind(&rec.origin_issuer)
         .bind(&rec.origin_redirect_uri)
+        .bind(&rec.token_endpoint_auth_method)
         .bind(created)
         .bind(now_ms())
         .execute(&self.writer)

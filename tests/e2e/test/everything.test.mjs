@@ -1,0 +1,52 @@
+// The reference `@modelcontextprotocol/server-everything` as a stdio upstream (issue #18): it
+// registers some tools only for clients that declare the capability they use (elicitation,
+// sampling, roots). Our client declares them when it lists tools, so they are in the catalog;
+// `roots/list` is answered with an empty list.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { startExecutor, show, pollUntil } from "../lib/executor.mjs";
+
+const require = createRequire(import.meta.url);
+const SERVER = require.resolve("@modelcontextprotocol/server-everything/dist/index.js");
+
+const cleanups = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => {});
+});
+
+test("server-everything lists its capability-gated tools to us", { timeout: 60_000 }, async () => {
+  const ex = await startExecutor();
+  cleanups.push(() => ex.kill());
+  const add = await ex.api("POST", "/api/mcp/servers", {
+    transport: "stdio",
+    name: "Everything",
+    command: process.execPath,
+    args: [SERVER, "stdio"],
+    slug: "everything",
+  });
+  assert.equal(add.status, 200, `${show(add.body)}\n${ex.logs()}`);
+
+  const names = async () => {
+    const listed = await ex.api("GET", "/api/tools?integration=everything");
+    assert.equal(listed.status, 200, show(listed.body));
+    return listed.body.map((t) => t.address.split(".").pop());
+  };
+  // The server registers them once initialised and says so (tools/list_changed).
+  const found = await pollUntil(async () => {
+    const n = await names();
+    return n.includes("trigger_elicitation_request") ? n : null;
+  }, { timeoutMs: 10_000, intervalMs: 200 });
+  assert.ok(found, `not listed: ${show(await names())}\n${ex.logs()}`);
+  for (const tool of ["trigger_elicitation_request", "trigger_sampling_request", "get_roots_list"]) {
+    assert.ok(found.includes(tool), `${tool} missing from ${show(found)}`);
+  }
+
+  const run = await ex.api("POST", "/api/executions", {
+    code: "return (await tools.everything.org.default.get_roots_list({})).data.content[0].text",
+    autoApprove: true,
+  });
+  assert.equal(run.status, 200, show(run.body));
+  assert.equal(run.body.status, "completed", show(run.body));
+  assert.match(run.body.text, /supports roots but no roots are currently configured/, show(run.body));
+});
