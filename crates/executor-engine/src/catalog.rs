@@ -147,6 +147,12 @@ impl CredentialOrigin {
                 "A connection cannot mix pasted and external-provider inputs.",
             ));
         }
+        if template == "none" && !(pasted.is_empty() && external.is_empty()) {
+            // A credential given for no auth method would be stored and never sent.
+            return Err(invalid(
+                "The auth method \"none\" takes no credential; pick the integration's auth method the value is for (its authMethods[].template).",
+            ));
+        }
         let Some((_, (provider, _))) = external.first_key_value() else {
             if pasted.is_empty() && template != "none" {
                 return Err(invalid(
@@ -1093,6 +1099,13 @@ mod tests {
             resolve(&[], "apikey"),
             Err("A connection must supply at least one credential input.".to_owned())
         );
+        // A value for "none" would be stored and never sent (issue #18): refused.
+        assert!(
+            resolve(&[("token", pasted("ghp_x"))], "none")
+                .unwrap_err()
+                .contains("takes no credential")
+        );
+        assert!(resolve(&[("token", item("file", "T"))], "none").is_err());
         assert_eq!(
             resolve(&[("a", pasted("")), ("b", item("file", "B"))], "apikey"),
             Ok(ResolvedInputs::External {

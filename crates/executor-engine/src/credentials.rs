@@ -55,7 +55,11 @@ pub(crate) async fn resolve(
         rendered
             .headers
             .insert("Authorization".to_owned(), format!("Bearer {token}"));
-    } else if let Some(method) = select_method(methods, &connection.template) {
+    } else if let Some(method) = select_method(methods, &connection.template)
+        // A connection made with "none" sends nothing, even when the integration declares one
+        // method (an OpenAPI spec without security schemes is offered a bearer token).
+        .filter(|m| connection.template != "none" || m.slug() == "none")
+    {
         let missing: Vec<String> = method
             .variables()
             .into_iter()

@@ -221,7 +221,7 @@ pub(crate) async fn dispatch(
     };
     let connected = &target.connected;
     // Before the gate: a call that must fail is not worth a person's approval.
-    if let Err(e) = connected.validate(&tool, &args) {
+    if let Err(e) = connected.validate(&inner, &tool, &args).await {
         return HostReply::Resolve(ToolOutcome::Err(*e).to_json());
     }
     let policy_id = address.path();

@@ -541,7 +541,9 @@ impl Engine {
     ) -> Result<Probe, HealthCheckResult> {
         let secrets: Vec<String> = values.values().cloned().collect();
         let mut rendered = Rendered::default();
-        if let Some(method) = select_method(methods, template) {
+        if let Some(method) =
+            select_method(methods, template).filter(|m| template != "none" || m.slug() == "none")
+        {
             let missing: Vec<String> = method
                 .variables()
                 .into_iter()

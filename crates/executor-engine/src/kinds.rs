@@ -124,10 +124,15 @@ impl Connected {
 
     /// Checks arguments before the policy gate, so a call that must fail never asks a person
     /// for approval (spec §4.7). MCP servers validate their own arguments.
-    pub(crate) fn validate(&self, tool: &ToolRecord, args: &Value) -> Result<(), Box<ToolError>> {
+    pub(crate) async fn validate(
+        &self,
+        inner: &Inner,
+        tool: &Arc<ToolRecord>,
+        args: &Value,
+    ) -> Result<(), Box<ToolError>> {
         match self {
             Connected::Mcp(_) => Ok(()),
-            Connected::OpenApi(c) => c.validate(tool, args),
+            Connected::OpenApi(_) => openapi_plugin::validate(inner, tool, args).await,
             Connected::Graphql(c) => c.validate(tool, args),
         }
     }

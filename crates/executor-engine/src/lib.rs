@@ -193,6 +193,8 @@ pub(crate) struct Inner {
     pub(crate) policies: policies::PolicyCache,
     pub(crate) tool_cache: tool_cache::ToolCache,
     pub(crate) connection_cache: tool_cache::ConnectionCache,
+    /// OpenAPI tools' compiled argument checks.
+    pub(crate) openapi_validators: openapi_plugin::Validators,
     /// One OAuth refresh in flight per connection.
     pub(crate) oauth_refresh: oauth::RefreshLocks,
     /// Callback results awaiting `GET /api/oauth/await/:sessionId`.
@@ -272,6 +274,7 @@ impl Engine {
             policies: policies::PolicyCache::default(),
             tool_cache: tool_cache::ToolCache::default(),
             connection_cache: tool_cache::ConnectionCache::default(),
+            openapi_validators: openapi_plugin::Validators::default(),
             oauth_refresh: oauth::RefreshLocks::default(),
             oauth_results: oauth::CallbackResults::default(),
             web_base_url: match config.web_base_url.as_deref().map(str::trim) {

@@ -2,15 +2,16 @@
 //! blob), producing a connection's tools from the spec, and calling an operation with the
 //! connection's credentials.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use executor_core::auth::{AuthMethod, AuthMethodInput, assign_auth_slugs, merge_auth_methods};
 use executor_core::{ToolError, ToolOutcome, now_ms, slugify};
-use executor_openapi::{Extraction, ExtractionFailure, OpenApiError, Spec};
+use executor_openapi::{ArgsValidator, Extraction, ExtractionFailure, OpenApiError, Spec};
 use executor_store::{ConnectionKey, IntegrationRecord, StoreError, ToolRecord};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::{Produced, binding};
@@ -175,6 +176,112 @@ pub(crate) fn annotations(requires_approval: bool, description: Option<String>) 
     a
 }
 
+/// Compiled argument checks of OpenAPI tools, each made at its tool's first call and kept while
+/// the same tool record is in use (a catalog change brings new records, so a stale check is
+/// never hit), and the `$defs` of each connection they were compiled against.
+#[derive(Default)]
+pub(crate) struct Validators {
+    tools: Mutex<HashMap<ToolKey, Compiled>>,
+    definitions: Mutex<(u64, HashMap<ConnectionKey, Definitions>)>,
+}
+
+/// A connection's tool by name.
+type ToolKey = (ConnectionKey, String);
+/// A check and the tool record it was compiled from.
+type Compiled = (Arc<ToolRecord>, Arc<ArgsValidator>);
+/// A connection's shared `$defs`.
+type Definitions = Arc<Map<String, Value>>;
+
+/// More compiled checks than this empties the map (bounded memory).
+const MAX_VALIDATORS: usize = 2_048;
+/// More connections' definitions than this (in one generation) empties that map.
+const MAX_DEFINITION_SETS: usize = 64;
+
+impl Validators {
+    fn lookup(&self, key: &ToolKey, tool: &Arc<ToolRecord>) -> Option<Arc<ArgsValidator>> {
+        let tools = self.tools.lock().unwrap_or_else(|p| p.into_inner());
+        tools
+            .get(key)
+            .filter(|(record, _)| Arc::ptr_eq(record, tool))
+            .map(|(_, v)| v.clone())
+    }
+
+    fn insert(&self, key: ToolKey, tool: &Arc<ToolRecord>, v: Arc<ArgsValidator>) {
+        let mut tools = self.tools.lock().unwrap_or_else(|p| p.into_inner());
+        if tools.len() >= MAX_VALIDATORS {
+            tools.clear();
+        }
+        tools.insert(key, (tool.clone(), v));
+    }
+}
+
+async fn definitions(inner: &Inner, key: &ConnectionKey) -> EngineResult<Arc<Map<String, Value>>> {
+    let generation = inner.catalog_generation.load(Ordering::Acquire);
+    {
+        let cached = inner
+            .openapi_validators
+            .definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if cached.0 == generation
+            && let Some(d) = cached.1.get(key)
+        {
+            return Ok(d.clone());
+        }
+    }
+    let defs = Arc::new(inner.store.tool_definitions(&inner.scope, key).await?);
+    let mut cached = inner
+        .openapi_validators
+        .definitions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if cached.0 != generation {
+        // A write landed meanwhile (the read may be stale: keep it out), or this is the first
+        // read of a new generation.
+        if inner.catalog_generation.load(Ordering::Acquire) != generation {
+            return Ok(defs);
+        }
+        *cached = (generation, HashMap::new());
+    }
+    if cached.1.len() >= MAX_DEFINITION_SETS {
+        cached.1.clear();
+    }
+    cached.1.insert(key.clone(), defs.clone());
+    Ok(defs)
+}
+
+/// Checks a call's arguments against the tool's whole input schema (and its binding) before the
+/// gate: a call the API must refuse is refused here, without a request and without asking a
+/// person to approve it.
+pub(crate) async fn validate(
+    inner: &Inner,
+    tool: &Arc<ToolRecord>,
+    args: &Value,
+) -> Result<(), Box<ToolError>> {
+    let conn = ConnectionKey::new(
+        tool.owner,
+        tool.integration.clone(),
+        tool.connection.clone(),
+    );
+    let key = (conn, tool.name.clone());
+    if let Some(v) = inner.openapi_validators.lookup(&key, tool) {
+        return v.validate(args).map_err(Box::new);
+    }
+    let defs = match definitions(inner, &key.0).await {
+        Ok(d) => d,
+        Err(e) => {
+            // The binding's own checks still apply; the schema check comes back with the store.
+            tracing::warn!(integration = %tool.integration, error = %e, "tool definitions unreadable; arguments checked by the binding only");
+            return executor_openapi::validate_args(binding(tool)?, args).map_err(Box::new);
+        }
+    };
+    let compiled = ArgsValidator::compile(binding(tool)?, tool.input_schema.as_ref(), &defs)
+        .map_err(Box::new)?;
+    let compiled = Arc::new(compiled);
+    inner.openapi_validators.insert(key, tool, compiled.clone());
+    compiled.validate(args).map_err(Box::new)
+}
+
 /// A connection's call settings for one execution.
 pub(crate) struct Connected {
     call: executor_openapi::CallConfig,
@@ -229,10 +336,6 @@ impl Connected {
             return ToolOutcome::Err(e);
         }
         executor_openapi::invoke(inner.http(), binding, args, &self.call).await
-    }
-
-    pub(crate) fn validate(&self, tool: &ToolRecord, args: &Value) -> Result<(), Box<ToolError>> {
-        executor_openapi::validate_args(binding(tool)?, args).map_err(Box::new)
     }
 
     pub(crate) async fn invoke(
@@ -493,9 +596,11 @@ impl Engine {
         let (spec, extraction) = Self::compile_openapi(text.into(), spec_overrides, url).await?;
         let mut health_check_candidates = crate::health::openapi_candidates(&extraction);
         health_check_candidates.truncate(20);
+        let mut skipped = extraction.failures;
+        skipped.extend(executor_openapi::derive_auth(&spec).skipped);
         Ok(OpenApiPreview {
             preview: executor_openapi::preview(&spec),
-            skipped: extraction.failures,
+            skipped,
             health_check_candidates,
         })
     }
@@ -541,9 +646,14 @@ impl Engine {
         for failure in &extraction.failures {
             tracing::warn!(integration = %slug, operation = %failure.operation, message = %failure.message, "operation skipped");
         }
+        let mut auth_skipped = Vec::new();
         let authentication_template = match input.authentication_template {
             Some(methods) => assign_auth_slugs(methods),
-            None => executor_openapi::derive_auth_methods(&spec),
+            None => {
+                let derived = executor_openapi::derive_auth(&spec);
+                auth_skipped = derived.skipped;
+                derived.methods
+            }
         };
         let title = non_blank(spec.title.clone());
         let name = non_blank(input.name)
@@ -584,7 +694,10 @@ impl Engine {
             updated_at: now,
         };
         let tool_count = extraction.tools.len();
-        let skipped = extraction.failures.clone();
+        let mut skipped = extraction.failures.clone();
+        // What of the spec's security could not be offered as written is reported beside the
+        // skipped operations, never dropped silently.
+        skipped.extend(auth_skipped);
         self.inner.documents.put_openapi_extraction(
             &compile_key(
                 &spec_hash,

@@ -8,8 +8,10 @@
 //! `http basic` → `Authorization` with prefix `"Basic "` whose value is `base64(user:pass)`
 //! (see [`encode_basic_credentials`]). A requirement naming several schemes becomes one method
 //! with one placement (and one credential variable, named after its scheme) per scheme.
-//! OAuth2 / OpenID Connect schemes are listed as presets in the preview but produce no method
-//! yet (OAuth comes later); cookie API keys and other HTTP schemes are not renderable.
+//! OAuth2 / OpenID Connect schemes are listed as presets in the preview and, after those, offered
+//! as a pasted bearer token (flows Executor cannot run, implicit and password, are reported in
+//! [`DerivedAuth::skipped`]); a spec with no scheme at all is offered a bearer token; cookie API
+//! keys and other HTTP schemes are not renderable and are reported too.
 
 use std::collections::BTreeMap;
 
@@ -18,14 +20,14 @@ use executor_core::slugify;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::base64;
+use crate::b64;
 use crate::extract::{ExtractionFailure, named_operations};
 use crate::model::*;
 
 /// The value of a Basic `Authorization` credential: `base64(user:pass)`. The stored placement
 /// adds the `"Basic "` prefix.
 pub fn encode_basic_credentials(user: &str, password: &str) -> String {
-    base64::encode(format!("{user}:{password}").as_bytes())
+    b64::encode(format!("{user}:{password}").as_bytes())
 }
 
 fn placement(scheme: &SecurityScheme, variable: Option<String>) -> Option<Placement> {
@@ -106,7 +108,36 @@ fn requirements(spec: &Spec) -> Vec<Vec<String>> {
 
 /// Auth methods derived from the spec's security schemes (see the module docs).
 pub fn derive_auth_methods(spec: &Spec) -> Vec<AuthMethod> {
+    derive_auth(spec).methods
+}
+
+/// Derived auth methods, and what of the spec's security could not be offered as it is written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DerivedAuth {
+    pub methods: Vec<AuthMethod>,
+    /// One entry per security scheme (or flow) offered only in part, with the reason; the add
+    /// answer lists them with the skipped operations.
+    pub skipped: Vec<ExtractionFailure>,
+}
+
+fn bearer_placement() -> Placement {
+    Placement {
+        carrier: Carrier::Header,
+        name: "Authorization".to_owned(),
+        prefix: Some("Bearer ".to_owned()),
+        variable: None,
+        literal: None,
+    }
+}
+
+/// Like [`derive_auth_methods`], with the reasons for what it could not offer as written:
+/// OAuth2 and OpenID Connect schemes are also offered as a pasted bearer token (an access token
+/// obtained elsewhere), and flows Executor cannot run (implicit, password) are reported; a spec
+/// that declares no scheme at all (GitHub's REST description) is offered a bearer token, since
+/// most APIs that forget to declare one take it.
+pub fn derive_auth(spec: &Spec) -> DerivedAuth {
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     for req in requirements(spec) {
         let schemes: Vec<&SecurityScheme> = req
             .iter()
@@ -141,7 +172,75 @@ pub fn derive_auth_methods(spec: &Spec) -> Vec<AuthMethod> {
         };
         out.push(method);
     }
-    out
+    let has_bearer = |out: &[AuthMethod]| {
+        out.iter().any(|m| {
+            matches!(m, AuthMethod::Apikey { placements, .. } if placements == &[bearer_placement()])
+        })
+    };
+    for s in &spec.security_schemes {
+        let what = match &s.kind {
+            SecuritySchemeKind::OAuth2 { flows } => {
+                let names: Vec<&str> = flows
+                    .as_object()
+                    .map(|f| f.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                let unsupported: Vec<&str> = names
+                    .iter()
+                    .copied()
+                    .filter(|f| !["authorizationCode", "clientCredentials"].contains(f))
+                    .collect();
+                if !unsupported.is_empty() {
+                    skipped.push(ExtractionFailure {
+                        operation: format!("securityScheme {}", s.name),
+                        message: format!(
+                            "OAuth2 {} flow{} cannot be run by Executor; the scheme is offered as a bearer token (paste an access token obtained elsewhere).",
+                            unsupported.join(", "),
+                            if unsupported.len() == 1 { "" } else { "s" },
+                        ),
+                    });
+                }
+                format!("OAuth2 {}", s.name)
+            }
+            SecuritySchemeKind::OpenIdConnect { .. } => format!("OpenID Connect {}", s.name),
+            SecuritySchemeKind::ApiKey {
+                location: ApiKeyLocation::Cookie,
+                ..
+            }
+            | SecuritySchemeKind::Other { .. } => {
+                skipped.push(ExtractionFailure {
+                    operation: format!("securityScheme {}", s.name),
+                    message: "This kind of security scheme cannot be placed by Executor; set the credential as a static header or with an authenticationTemplate.".to_owned(),
+                });
+                continue;
+            }
+            SecuritySchemeKind::Http { scheme, .. } if scheme != "bearer" && scheme != "basic" => {
+                skipped.push(ExtractionFailure {
+                    operation: format!("securityScheme {}", s.name),
+                    message: format!("HTTP \"{scheme}\" authentication cannot be placed by Executor; set the Authorization header with an authenticationTemplate."),
+                });
+                continue;
+            }
+            _ => continue,
+        };
+        if !has_bearer(&out) {
+            out.push(AuthMethod::Apikey {
+                slug: format!("apikey-{}", out.len()),
+                label: Some(format!("Bearer token ({what}: an access token)")),
+                placements: vec![bearer_placement()],
+            });
+        }
+    }
+    if spec.security_schemes.is_empty() {
+        out.push(AuthMethod::Apikey {
+            slug: format!("apikey-{}", out.len()),
+            label: Some("Bearer token (the spec declares no security scheme)".to_owned()),
+            placements: vec![bearer_placement()],
+        });
+    }
+    DerivedAuth {
+        methods: out,
+        skipped,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -3,6 +3,7 @@
 //! JSON binding the engine stores so a call never re-reads the spec.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -232,17 +233,26 @@ fn tool(spec: &Spec, op: &Operation, name: String, rw: &mut Rewriter<'_>) -> Ope
         let media: Vec<BindingMedia> = b
             .content
             .iter()
-            .map(|m| BindingMedia {
-                content_type: m.content_type.clone(),
-                kind: BodyKind::of(&m.content_type, m.schema.as_ref()),
-                encoding: m.encoding.clone(),
+            .map(|m| {
+                let kind = BodyKind::of(&m.content_type, m.schema.as_ref());
+                BindingMedia {
+                    content_type: m.content_type.clone(),
+                    kind,
+                    encoding: m.encoding.clone(),
+                    binary_fields: if kind == BodyKind::Multipart {
+                        binary_fields(spec, m.schema.as_ref())
+                    } else {
+                        Vec::new()
+                    },
+                }
             })
             .collect();
         let first = &b.content[0];
         let all_binary = media.iter().all(|m| m.kind == BodyKind::Binary);
         let any_binary = media.iter().any(|m| m.kind == BodyKind::Binary);
         let body_schema = if all_binary {
-            json!({ "type": "string", "description": "Raw body text (use bodyBase64 for bytes)." })
+            json!({ "type": "string", "format": "binary",
+                    "description": "The raw body: text, a Uint8Array or a ToolFile (or bodyBase64)." })
         } else {
             let m = b
                 .content
@@ -318,10 +328,23 @@ fn tool(spec: &Spec, op: &Operation, name: String, rw: &mut Rewriter<'_>) -> Ope
         server_arg,
         response_binary,
     };
+    let mut description = tool_description(op.summary.as_deref(), op.description.as_deref())
+        .unwrap_or_else(|| label.clone());
+    let shadowed = credential_shadowed(spec, op);
+    if !shadowed.is_empty() {
+        // The connection's credential is placed after the parameters and wins; say so rather
+        // than drop the agent's value without a word.
+        let names: Vec<String> = shadowed.iter().map(|s| format!("`{s}`")).collect();
+        let _ = write!(
+            description,
+            "\n\nNote: {} {} set from the connection's credentials, which win over a value passed here.",
+            names.join(", "),
+            if names.len() == 1 { "is" } else { "are" },
+        );
+    }
     OpenApiTool {
         name,
-        description: tool_description(op.summary.as_deref(), op.description.as_deref())
-            .unwrap_or_else(|| label.clone()),
+        description,
         input_schema,
         output_schema,
         requires_approval,
@@ -329,6 +352,55 @@ fn tool(spec: &Spec, op: &Operation, name: String, rw: &mut Rewriter<'_>) -> Ope
         binding: serde_json::to_value(&binding).unwrap_or(Value::Null),
         aliases: Vec::new(),
     }
+}
+
+/// Header and query parameters of `op` that one of the spec's API-key schemes places too (by
+/// name, headers case-insensitively): the credential overwrites them.
+fn credential_shadowed(spec: &Spec, op: &Operation) -> Vec<String> {
+    use crate::model::{ApiKeyLocation, SecuritySchemeKind};
+    let mut out = Vec::new();
+    for p in &op.parameters {
+        let clash = spec.security_schemes.iter().any(|s| match &s.kind {
+            SecuritySchemeKind::ApiKey {
+                location: ApiKeyLocation::Header,
+                param_name,
+            } => p.location == ParamLocation::Header && p.name.eq_ignore_ascii_case(param_name),
+            SecuritySchemeKind::ApiKey {
+                location: ApiKeyLocation::Query,
+                param_name,
+            } => p.location == ParamLocation::Query && p.name == *param_name,
+            _ => false,
+        });
+        if clash && !out.contains(&p.name) {
+            out.push(p.name.clone());
+        }
+    }
+    out
+}
+
+/// Top-level properties of a multipart body schema that are binary strings (or arrays of them).
+fn binary_fields(spec: &Spec, schema: Option<&Value>) -> Vec<String> {
+    let doc = spec.document();
+    let deref = |s: &'_ Value| -> Value {
+        crate::parse::resolve(doc, s)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let Some(schema) = schema.map(deref) else {
+        return Vec::new();
+    };
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter(|(_, p)| {
+            let p = deref(p);
+            let items = p.get("items").map(deref);
+            is_binary_schema(&p) || items.as_ref().is_some_and(is_binary_schema)
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 fn server_schema(servers: &[Server]) -> Value {

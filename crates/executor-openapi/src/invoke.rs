@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use executor_core::{ToolError, ToolOutcome};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::base64;
+use crate::b64;
 use crate::extract::{containers, is_binary_schema, is_json, is_ndjson, is_textual};
 use crate::model::{ParamLocation, Server};
 
@@ -90,6 +91,10 @@ pub struct BindingMedia {
     /// The media type's `encoding` map (form bodies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<Value>,
+    /// Top-level body properties declared `format: binary` (Swagger 2 `type: file`), or arrays
+    /// of them: a multipart body sends a string given for one as a file's content.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub binary_fields: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,7 +205,7 @@ impl Issues {
     }
 }
 
-fn binding_from(binding: &Value) -> Result<Binding, ToolError> {
+pub(crate) fn binding_from(binding: &Value) -> Result<Binding, ToolError> {
     Binding::deserialize(binding).map_err(|e| {
         ToolError::new(
             "binding_error",
@@ -209,7 +214,7 @@ fn binding_from(binding: &Value) -> Result<Binding, ToolError> {
     })
 }
 
-fn args_object(args: &Value) -> Result<&Map<String, Value>, ToolError> {
+pub(crate) fn args_object(args: &Value) -> Result<&Map<String, Value>, ToolError> {
     static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
     match args {
         Value::Object(o) => Ok(o),
@@ -268,7 +273,7 @@ fn accepted(b: &Binding) -> (Vec<&str>, Vec<&'static str>) {
     (names, conts)
 }
 
-fn check(b: &Binding, args: &Map<String, Value>) -> Result<(), ToolError> {
+pub(crate) fn check(b: &Binding, args: &Map<String, Value>) -> Result<(), ToolError> {
     let mut issues = Issues(Vec::new());
     let (names, conts) = accepted(b);
     for (key, value) in args {
@@ -343,7 +348,7 @@ fn check(b: &Binding, args: &Map<String, Value>) -> Result<(), ToolError> {
         }
         if let Some(v) = args.get("bodyBase64")
             && !v.is_null()
-            && v.as_str().and_then(base64::decode).is_none()
+            && v.as_str().and_then(b64::decode).is_none()
         {
             issues.push("bodyBase64", "bodyBase64 is not valid base64.");
         }
@@ -422,7 +427,7 @@ fn check_server(b: &Binding, server: &Value, issues: &mut Issues) {
 }
 
 /// A parameter's value: the top-level argument of its name, else its containers.
-fn lookup<'a>(args: &'a Map<String, Value>, p: &BindingParam) -> Option<&'a Value> {
+pub(crate) fn lookup<'a>(args: &'a Map<String, Value>, p: &BindingParam) -> Option<&'a Value> {
     if p.top_level
         && let Some(v) = args.get(&p.name)
     {
@@ -443,27 +448,57 @@ fn lookup<'a>(args: &'a Map<String, Value>, p: &BindingParam) -> Option<&'a Valu
     None
 }
 
-fn body_arg(args: &Map<String, Value>) -> Option<&Value> {
+pub(crate) fn body_arg(args: &Map<String, Value>) -> Option<&Value> {
     args.get("body").or_else(|| args.get("input"))
 }
 
 // ---- encoding -----------------------------------------------------------------------------
 
-/// Percent-encodes everything but RFC 3986 unreserved characters (and `extra`).
-fn pct(s: &str, extra: &[u8]) -> String {
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || extra.contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
-}
+/// RFC 3986 unreserved characters are the only ones left as they are.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+/// `allowReserved` path values keep the reserved characters a path may carry.
+const PATH_RESERVED: &AsciiSet = &UNRESERVED
+    .remove(b':')
+    .remove(b'/')
+    .remove(b'@')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b'[')
+    .remove(b']');
+/// `allowReserved` query values keep those a query value may carry (not `&`, `=`, `+`, `#`).
+const QUERY_RESERVED: &AsciiSet = &UNRESERVED
+    .remove(b':')
+    .remove(b'/')
+    .remove(b'?')
+    .remove(b'@')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'[')
+    .remove(b']');
 
-const PATH_RESERVED: &[u8] = b":/@!$&'()*+,;=[]";
-const QUERY_RESERVED: &[u8] = b":/?@!$'()*,;[]";
+/// Percent-encodes (UTF-8) everything outside `keep`.
+fn pct(s: &str, keep: &'static AsciiSet) -> String {
+    utf8_percent_encode(s, keep).to_string()
+}
 
 fn scalar_text(v: &Value) -> String {
     match v {
@@ -475,21 +510,25 @@ fn scalar_text(v: &Value) -> String {
 }
 
 fn path_value(p: &BindingParam, v: &Value) -> String {
-    let extra = if p.allow_reserved { PATH_RESERVED } else { &[] };
+    let extra = if p.allow_reserved {
+        PATH_RESERVED
+    } else {
+        UNRESERVED
+    };
     let enc = |s: &str| pct(s, extra);
     if p.content_type.is_some() {
         return enc(&v.to_string());
     }
     let (prefix, sep) = match p.style.as_str() {
         "label" => (".".to_owned(), if p.explode { "." } else { "," }),
-        "matrix" => (format!(";{}=", pct(&p.name, &[])), ","),
+        "matrix" => (format!(";{}=", pct(&p.name, UNRESERVED)), ","),
         _ => (String::new(), ","),
     };
     match v {
         Value::Array(items) => {
             let parts: Vec<String> = items.iter().map(|i| enc(&scalar_text(i))).collect();
             if p.style == "matrix" && p.explode {
-                let name = pct(&p.name, &[]);
+                let name = pct(&p.name, UNRESERVED);
                 parts.iter().map(|x| format!(";{name}={x}")).collect()
             } else {
                 format!("{prefix}{}", parts.join(sep))
@@ -520,10 +559,10 @@ fn push_query(out: &mut Vec<String>, p: &BindingParam, v: &Value) {
     let extra = if p.allow_reserved {
         QUERY_RESERVED
     } else {
-        &[]
+        UNRESERVED
     };
     let enc = |s: &str| pct(s, extra);
-    let name = pct(&p.name, &[]);
+    let name = pct(&p.name, UNRESERVED);
     if p.content_type.is_some() {
         out.push(format!("{name}={}", enc(&v.to_string())));
         return;
@@ -584,130 +623,273 @@ fn header_value(p: &BindingParam, v: &Value) -> String {
     }
 }
 
+/// One property's declared `encoding` entry (form and multipart bodies).
+struct PartEncoding<'a> {
+    style: Option<&'a str>,
+    explode: Option<bool>,
+    content_type: Option<&'a str>,
+}
+
+impl<'a> PartEncoding<'a> {
+    fn of(encoding: Option<&'a Value>, name: &str) -> Self {
+        let e = encoding.and_then(|e| e.get(name));
+        PartEncoding {
+            style: e.and_then(|e| e.get("style")).and_then(Value::as_str),
+            explode: e.and_then(|e| e.get("explode")).and_then(Value::as_bool),
+            content_type: e.and_then(|e| e.get("contentType")).and_then(Value::as_str),
+        }
+    }
+
+    fn json(&self) -> bool {
+        self.content_type.is_some_and(is_json)
+    }
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !matches!(v, Value::Object(_) | Value::Array(_))
+}
+
+/// `prefix[key][0][sub]=leaf` pairs: the bracket convention of `style: deepObject` form bodies
+/// (Stripe's, and what Rack, PHP and `qs` decode). Arrays keep their indices even with one item,
+/// so a one-element list stays a list on the server.
+fn bracket_leaves(prefix: String, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Null => {}
+        Value::Object(o) => {
+            for (k, x) in o {
+                bracket_leaves(format!("{prefix}[{}]", pct(k, UNRESERVED)), x, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                bracket_leaves(format!("{prefix}[{i}]"), x, out);
+            }
+        }
+        scalar => out.push((prefix, scalar_text(scalar))),
+    }
+}
+
+/// `application/x-www-form-urlencoded`, following each property's `encoding` (style, explode,
+/// contentType). A property with no declared style is `form`/`explode` for scalars and arrays
+/// of scalars; nested objects and arrays of objects use brackets, because OpenAPI defines no
+/// flat form for them and brackets are what form decoders read (a JSON string is read by none).
 fn form_pairs(body: &Map<String, Value>, encoding: Option<&Value>) -> String {
     let mut out: Vec<String> = Vec::new();
-    let enc = |s: &str| pct(s, &[]);
+    let enc = |s: &str| pct(s, UNRESERVED);
     for (k, v) in body {
-        let e = encoding.and_then(|e| e.get(k));
-        let explode = e
-            .and_then(|e| e.get("explode"))
-            .and_then(Value::as_bool)
-            .unwrap_or(true);
-        let style = e.and_then(|e| e.get("style")).and_then(Value::as_str);
-        let json_ct = e
-            .and_then(|e| e.get("contentType"))
-            .and_then(Value::as_str)
-            .is_some_and(is_json);
+        let e = PartEncoding::of(encoding, k);
+        let explode = e.explode.unwrap_or(e.style.is_none_or(|s| s == "form"));
+        let name = enc(k);
+        let nested = match v {
+            Value::Object(_) => true,
+            Value::Array(items) => !items.iter().all(is_scalar),
+            _ => false,
+        };
         match v {
             Value::Null => {}
-            _ if json_ct => out.push(format!("{}={}", enc(k), enc(&v.to_string()))),
-            Value::Array(items) if explode => {
-                for i in items {
-                    out.push(format!("{}={}", enc(k), enc(&scalar_text(i))));
-                }
+            _ if e.json() => out.push(format!("{name}={}", enc(&v.to_string()))),
+            _ if e.style == Some("deepObject") || (e.style.is_none() && nested) => {
+                let mut leaves = Vec::new();
+                bracket_leaves(name, v, &mut leaves);
+                out.extend(leaves.into_iter().map(|(k, x)| format!("{k}={}", enc(&x))));
             }
             Value::Array(items) => {
                 let vals: Vec<String> = items.iter().map(|i| enc(&scalar_text(i))).collect();
-                out.push(format!("{}={}", enc(k), vals.join(",")));
-            }
-            Value::Object(o) if style == Some("deepObject") => {
-                for (sk, x) in o {
-                    out.push(format!("{}[{}]={}", enc(k), enc(sk), enc(&scalar_text(x))));
+                match e.style {
+                    Some("spaceDelimited") => out.push(format!("{name}={}", vals.join("%20"))),
+                    Some("pipeDelimited") => out.push(format!("{name}={}", vals.join("|"))),
+                    _ if explode => out.extend(vals.iter().map(|x| format!("{name}={x}"))),
+                    _ => out.push(format!("{name}={}", vals.join(","))),
                 }
             }
-            other => out.push(format!("{}={}", enc(k), enc(&scalar_text(other)))),
+            Value::Object(o) if explode => {
+                // `style: form, explode: true`: the properties become fields of their own.
+                for (sk, x) in o {
+                    out.push(format!("{}={}", enc(sk), enc(&scalar_text(x))));
+                }
+            }
+            Value::Object(o) => {
+                let parts: Vec<String> = o
+                    .iter()
+                    .map(|(sk, x)| format!("{},{}", enc(sk), enc(&scalar_text(x))))
+                    .collect();
+                out.push(format!("{name}={}", parts.join(",")));
+            }
+            other => out.push(format!("{name}={}", enc(&scalar_text(other)))),
         }
     }
     out.join("&")
 }
 
-/// A file-like argument value: `{data|bodyBase64, mimeType?, name?}` (a ToolFile fits).
-fn file_like(v: &Value) -> Option<(Vec<u8>, Option<String>, Option<String>)> {
+/// Bytes the sandbox passed: the prelude's `{_tag:"Bytes", encoding:"base64", data}` (what a
+/// `Uint8Array`, another typed array or an `ArrayBuffer` becomes on its way out), a ToolFile
+/// `{_tag:"ToolFile", name?, mimeType?, encoding:"base64", data}`, or `{bodyBase64}`.
+pub(crate) struct FileArg {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) mime: Option<String>,
+    pub(crate) name: Option<String>,
+}
+
+pub(crate) fn file_like(v: &Value) -> Option<FileArg> {
     let o = v.as_object()?;
     let data = o
         .get("bodyBase64")
         .or_else(|| {
-            (o.get("_tag").and_then(Value::as_str) == Some("ToolFile")
+            let tagged = matches!(
+                o.get("_tag").and_then(Value::as_str),
+                Some("ToolFile" | "Bytes")
+            );
+            (tagged
                 || o.contains_key("mimeType")
                 || o.get("encoding").and_then(Value::as_str) == Some("base64"))
             .then(|| o.get("data"))
             .flatten()
         })?
         .as_str()?;
-    let bytes = base64::decode(data)?;
-    Some((
+    let bytes = b64::decode(data)?;
+    Some(FileArg {
         bytes,
-        o.get("mimeType").and_then(Value::as_str).map(str::to_owned),
-        o.get("name").and_then(Value::as_str).map(str::to_owned),
-    ))
+        mime: o.get("mimeType").and_then(Value::as_str).map(str::to_owned),
+        name: o.get("name").and_then(Value::as_str).map(str::to_owned),
+    })
 }
 
 static BOUNDARY_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-fn multipart(body: &Map<String, Value>, encoding: Option<&Value>) -> (Vec<u8>, String) {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let boundary = format!(
-        "executor-{nanos:x}-{:x}",
-        BOUNDARY_COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut out: Vec<u8> = Vec::new();
-    let quote = |s: &str| s.replace('"', "%22").replace(['\r', '\n'], " ");
-    let part = |out: &mut Vec<u8>, name: &str, value: &Value| {
-        let declared_ct = encoding
-            .and_then(|e| e.get(name))
-            .and_then(|e| e.get("contentType"))
-            .and_then(Value::as_str);
-        out.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
-        if let Some((bytes, mime, fname)) = file_like(value) {
-            let fname = fname.unwrap_or_else(|| name.to_owned());
-            let mime = mime
-                .or(declared_ct.map(str::to_owned))
-                .unwrap_or_else(|| "application/octet-stream".to_owned());
-            out.extend_from_slice(
-                format!(
-                    "Content-Disposition: form-data; name=\"{}\"; filename=\"{}\"\r\nContent-Type: {mime}\r\n\r\n",
-                    quote(name),
-                    quote(&fname)
-                )
-                .as_bytes(),
-            );
-            out.extend_from_slice(&bytes);
-        } else {
-            let (text, ct) = match value {
-                Value::Object(_) | Value::Array(_) => (value.to_string(), Some("application/json")),
-                other => (scalar_text(other), declared_ct),
-            };
-            out.extend_from_slice(
-                format!(
-                    "Content-Disposition: form-data; name=\"{}\"\r\n",
-                    quote(name)
-                )
-                .as_bytes(),
-            );
-            if let Some(ct) = ct {
-                out.extend_from_slice(format!("Content-Type: {ct}\r\n").as_bytes());
-            }
-            out.extend_from_slice(b"\r\n");
-            out.extend_from_slice(text.as_bytes());
-        }
-        out.extend_from_slice(b"\r\n");
-    };
-    for (k, v) in body {
-        match v {
-            Value::Null => {}
-            Value::Array(items) if items.iter().any(|i| file_like(i).is_some()) => {
-                for i in items {
-                    part(&mut out, k, i);
-                }
-            }
-            other => part(&mut out, k, other),
+/// A declared part content type usable as one (`image/png`), not a list or a wildcard.
+fn concrete_type(ct: Option<&str>) -> Option<&str> {
+    ct.map(str::trim)
+        .filter(|c| !c.is_empty() && !c.contains(',') && !c.contains('*'))
+}
+
+struct Multipart {
+    boundary: String,
+    out: Vec<u8>,
+}
+
+impl Multipart {
+    fn new() -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let boundary = format!(
+            "executor-{nanos:x}-{:x}",
+            BOUNDARY_COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        Multipart {
+            boundary,
+            out: Vec::new(),
         }
     }
-    out.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (out, format!("multipart/form-data; boundary={boundary}"))
+
+    fn quote(s: &str) -> String {
+        s.replace('"', "%22").replace(['\r', '\n'], " ")
+    }
+
+    fn head(&mut self, name: &str, filename: Option<&str>, ct: Option<&str>) {
+        let mut h = format!(
+            "--{}\r\nContent-Disposition: form-data; name=\"{}\"",
+            self.boundary,
+            Self::quote(name)
+        );
+        if let Some(f) = filename {
+            let _ = write!(h, "; filename=\"{}\"", Self::quote(f));
+        }
+        h.push_str("\r\n");
+        if let Some(ct) = ct {
+            let _ = write!(h, "Content-Type: {ct}\r\n");
+        }
+        h.push_str("\r\n");
+        self.out.extend_from_slice(h.as_bytes());
+    }
+
+    fn part(&mut self, name: &str, filename: Option<&str>, ct: Option<&str>, data: &[u8]) {
+        self.head(name, filename, ct);
+        self.out.extend_from_slice(data);
+        self.out.extend_from_slice(b"\r\n");
+    }
+
+    fn file(&mut self, name: &str, file: FileArg, declared_ct: Option<&str>) {
+        let filename = file.name.unwrap_or_else(|| name.to_owned());
+        let mime = file
+            .mime
+            .or_else(|| concrete_type(declared_ct).map(str::to_owned))
+            .or_else(|| sniff(&file.bytes).map(str::to_owned))
+            .unwrap_or_else(|| "application/octet-stream".to_owned());
+        self.part(name, Some(&filename), Some(&mime), &file.bytes);
+    }
+
+    /// One value as one part: bytes → a file part; a string for a `format: binary` property → a
+    /// file part of its text; an object or array → a JSON part; a scalar → a text part.
+    fn value(&mut self, name: &str, v: &Value, declared_ct: Option<&str>, binary: bool) {
+        if let Some(file) = file_like(v) {
+            return self.file(name, file, declared_ct);
+        }
+        match v {
+            Value::Null => {}
+            Value::String(s) if binary => self.file(
+                name,
+                FileArg {
+                    bytes: s.clone().into_bytes(),
+                    mime: None,
+                    name: None,
+                },
+                declared_ct,
+            ),
+            Value::Object(_) | Value::Array(_) => {
+                let ct = concrete_type(declared_ct).unwrap_or("application/json");
+                self.part(name, None, Some(ct), v.to_string().as_bytes());
+            }
+            other => {
+                let ct = concrete_type(declared_ct).filter(|c| !c.starts_with("text/plain"));
+                self.part(name, None, ct, scalar_text(other).as_bytes());
+            }
+        }
+    }
+
+    fn finish(mut self) -> (Vec<u8>, String) {
+        self.out
+            .extend_from_slice(format!("--{}--\r\n", self.boundary).as_bytes());
+        (
+            self.out,
+            format!("multipart/form-data; boundary={}", self.boundary),
+        )
+    }
+}
+
+/// `multipart/form-data`: files as file parts (filename, content type), arrays as repeated
+/// parts, objects as one JSON part, unless the property's `encoding` says otherwise
+/// (`contentType` JSON: one JSON part; `style: deepObject`: one text part per bracketed leaf,
+/// as Stripe's file upload declares for `file_link_data`).
+fn multipart(
+    body: &Map<String, Value>,
+    encoding: Option<&Value>,
+    binary: &[String],
+) -> (Vec<u8>, String) {
+    let mut m = Multipart::new();
+    for (k, v) in body {
+        let e = PartEncoding::of(encoding, k);
+        let is_binary = binary.iter().any(|b| b == k);
+        match v {
+            Value::Null => {}
+            _ if file_like(v).is_some() => m.value(k, v, e.content_type, is_binary),
+            _ if e.style == Some("deepObject") && !is_scalar(v) => {
+                let mut leaves = Vec::new();
+                bracket_leaves(k.clone(), v, &mut leaves);
+                for (name, text) in leaves {
+                    m.part(&name, None, None, text.as_bytes());
+                }
+            }
+            Value::Array(items) if !e.json() => {
+                for i in items {
+                    m.value(k, i, e.content_type, is_binary);
+                }
+            }
+            other => m.value(k, other, e.content_type, is_binary),
+        }
+    }
+    m.finish()
 }
 
 /// Request body bytes and content type, from `body`/`input`/`bodyBase64` and `contentType`.
@@ -732,7 +914,7 @@ fn build_body(
     };
     let ct = media.content_type.clone();
     if let Some(b64) = b64 {
-        let bytes = base64::decode(b64).ok_or_else(|| bad("bodyBase64 is not valid base64."))?;
+        let bytes = b64::decode(b64).ok_or_else(|| bad("bodyBase64 is not valid base64."))?;
         return Ok(Some((bytes, ct)));
     }
     let Some(value) = value else { return Ok(None) };
@@ -744,13 +926,13 @@ fn build_body(
             _ => return Err(bad("A form body must be an object of fields.")),
         },
         BodyKind::Multipart => match value {
-            Value::Object(o) => multipart(o, media.encoding.as_ref()),
+            Value::Object(o) => multipart(o, media.encoding.as_ref(), &media.binary_fields),
             _ => return Err(bad("A multipart body must be an object of fields.")),
         },
         BodyKind::Binary => match value {
             Value::String(s) => (s.clone().into_bytes(), ct),
             other => match file_like(other) {
-                Some((bytes, _, _)) => (bytes, ct),
+                Some(file) => (file.bytes, ct),
                 None => (serde_json::to_vec(other).unwrap_or_default(), ct),
             },
         },
@@ -853,7 +1035,7 @@ fn build_url(
             .with_details(json!({ "issues": [{ "path": [], "message": m }] })));
     }
     for (k, v) in &config.query {
-        query.push(format!("{}={}", pct(k, &[]), pct(v, &[])));
+        query.push(format!("{}={}", pct(k, UNRESERVED), pct(v, UNRESERVED)));
     }
     let mut url = String::with_capacity(base.len() + path.len() + 64);
     url.push_str(base.trim_end_matches('/'));
@@ -885,7 +1067,7 @@ fn insert_header(map: &mut HeaderMap, name: &str, value: &str) -> Result<(), Too
 fn basic_value(value: &str) -> Option<String> {
     let rest = value.strip_prefix("Basic ")?;
     rest.contains(':')
-        .then(|| format!("Basic {}", base64::encode(rest.as_bytes())))
+        .then(|| format!("Basic {}", b64::encode(rest.as_bytes())))
 }
 
 // ---- invocation ---------------------------------------------------------------------------
@@ -944,7 +1126,7 @@ async fn invoke_inner(
                     }
                     other => scalar_text(other),
                 };
-                cookies.push(format!("{}={}", p.name, pct(&text, &[])));
+                cookies.push(format!("{}={}", p.name, pct(&text, UNRESERVED)));
             }
             _ => {}
         }
@@ -1269,7 +1451,7 @@ fn tool_file(bytes: &[u8], ct: &str, headers: &Map<String, Value>) -> Value {
         "_tag": "ToolFile",
         "mimeType": mime,
         "encoding": "base64",
-        "data": base64::encode(bytes),
+        "data": b64::encode(bytes),
         "byteLength": bytes.len(),
     });
     if let Some(name) = headers
@@ -1456,6 +1638,7 @@ mod tests {
                 content_type: "multipart/form-data".into(),
                 kind: BodyKind::Multipart,
                 encoding: None,
+                binary_fields: Vec::new(),
             }],
         };
         let args = json!({"body": {"note": "hi", "meta": {"a": 1},
@@ -1481,6 +1664,7 @@ mod tests {
                 content_type: "application/octet-stream".into(),
                 kind: BodyKind::Binary,
                 encoding: None,
+                binary_fields: Vec::new(),
             }],
         };
         let args = json!({"bodyBase64": "aGk="});

@@ -11,7 +11,7 @@
 //! from a user/password pair. As a safety net [`invoke`] encodes a pasted raw `user:pass`.
 
 mod auth;
-mod base64;
+mod b64;
 mod error;
 mod extract;
 mod fetch;
@@ -21,11 +21,12 @@ mod parse;
 mod patch;
 mod schema;
 mod swagger2;
+mod validate;
 mod yaml_depth;
 
 pub use auth::{
-    HeaderPreset, OAuth2Preset, Preview, SecuritySchemeSummary, derive_auth_methods,
-    encode_basic_credentials, preview,
+    DerivedAuth, HeaderPreset, OAuth2Preset, Preview, SecuritySchemeSummary, derive_auth,
+    derive_auth_methods, encode_basic_credentials, preview,
 };
 pub use error::OpenApiError;
 pub use extract::{Extraction, ExtractionFailure, OpenApiTool, extract};
@@ -39,3 +40,4 @@ pub use model::{
     SecurityScheme, SecuritySchemeKind, Server, ServerVariable, Spec, SpecFormat,
 };
 pub use parse::{parse_spec, parse_spec_with_overrides};
+pub use validate::ArgsValidator;

@@ -217,35 +217,11 @@ pub(crate) fn lookup_ref<'a>(doc: &'a Value, r: &str) -> Result<&'a Value, Strin
         .ok_or_else(|| format!("unresolved $ref \"{r}\""))
 }
 
+/// `%XX` escapes decoded (a JSON Pointer in a URI fragment); malformed escapes stay as written.
 pub(crate) fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_owned();
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
-        {
-            out.push(h * 16 + l);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 fn build(doc: Value, format: SpecFormat, spec_version: String) -> Result<Spec, OpenApiError> {

