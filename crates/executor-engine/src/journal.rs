@@ -990,6 +990,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn upstream_log_lines_follow_console_lines_and_are_bounded() {
+        let journal = Journal::fresh("exec_t".into(), "return 1".into(), false);
+        for i in 0..MAX_UPSTREAM_LOG_LINES + 5 {
+            journal.upstream_log(format!("[upstream a.b info] {i}"));
+        }
+        let output = journal.finish_output(RunOutput {
+            logs: vec!["[log] mine".into()],
+            ..Default::default()
+        });
+        assert_eq!(output.logs.len(), 1 + MAX_UPSTREAM_LOG_LINES + 1);
+        assert_eq!(output.logs[0], "[log] mine");
+        assert_eq!(output.logs[1], "[upstream a.b info] 0");
+        assert_eq!(
+            output.logs.last().unwrap(),
+            "[warn] … 5 upstream log lines dropped"
+        );
+    }
+
+    #[test]
     fn redaction_masks_secret_keys_at_any_depth() {
         let args = json!({
             "token": "s3cret",
