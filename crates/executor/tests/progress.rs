@@ -62,7 +62,11 @@ async fn upstream_progress_reaches_the_agent_and_upstream_logs_the_execution() {
         CallToolRequestParams::new("execute")
             .with_arguments(json!({"code": code}).as_object().cloned().unwrap()),
     ));
-    // rmcp puts a fresh progressToken in the `_meta` of every request it sends.
+    // rmcp puts a fresh progressToken in the `_meta` of every request it sends, counting from
+    // 0 per session like ours downstream: move the agent's on so the two differ.
+    for _ in 0..3 {
+        client.list_tools(None).await.expect("tools/list");
+    }
     let handle = client
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await
@@ -83,6 +87,11 @@ async fn upstream_progress_reaches_the_agent_and_upstream_logs_the_execution() {
     )
     .unwrap_or(Value::Null);
     assert!(!returned["progressToken"].is_null(), "{text}");
+    assert_ne!(
+        returned["progressToken"],
+        serde_json::to_value(&token).unwrap(),
+        "the agent's token was passed downstream"
+    );
 
     // rmcp clients handle each notification in a task of their own (ours downstream, the
     // agent's here), so the order can change on the way and a stale step is dropped: the agent
