@@ -42,8 +42,8 @@ pub(crate) struct ExecutionCtx {
     pub(crate) journal: Arc<Journal>,
     /// Resolved connections, so that repeated calls skip the store and credential reads.
     targets: Mutex<HashMap<ConnectionKey, Arc<TargetSlot>>>,
-    /// Answers downstream `sampling/createMessage` (the agent's client), when it can.
-    pub(crate) sampler: Option<Arc<dyn executor_mcp::Sampler>>,
+    /// What the agent's own MCP client lends the execution (sampling, progress).
+    pub(crate) agent: crate::execution::AgentLink,
 }
 
 impl ExecutionCtx {
@@ -59,7 +59,7 @@ impl ExecutionCtx {
             events,
             journal,
             targets: Mutex::new(HashMap::new()),
-            sampler: None,
+            agent: Default::default(),
         }
     }
 

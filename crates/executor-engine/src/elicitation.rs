@@ -15,8 +15,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::dispatch::ExecutionCtx;
+use crate::execution::AgentLink;
 use crate::execution::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
-use crate::journal::{CallMeta, PauseSink};
+use crate::journal::{CallMeta, Journal, PauseSink};
+use executor_core::ToolAddress;
 
 /// Answers the elicitations of one MCP call by pausing its execution.
 pub(crate) struct CallElicitor {
@@ -26,20 +28,43 @@ pub(crate) struct CallElicitor {
     auto_approve: bool,
     address: String,
     args: Value,
-    /// The execution's sampler: the server's sampling requests go to the agent's client.
-    sampler: Option<Arc<dyn Sampler>>,
+    /// What the agent lends the execution: the server's sampling requests go to its client,
+    /// the server's progress to its progress sink.
+    agent: AgentLink,
+    /// `<integration>.<connection>`: who is speaking in the server's log lines.
+    upstream: String,
+    journal: Arc<Journal>,
 }
 
-/// The elicitor of the call the current task runs (`address` as approvals show it).
-pub(crate) fn for_call(ctx: &ExecutionCtx, address: String, args: &Value) -> Arc<dyn Elicitor> {
+/// The elicitor of the call the current task runs.
+pub(crate) fn for_call(
+    ctx: &ExecutionCtx,
+    address: &ToolAddress,
+    args: &Value,
+) -> Arc<dyn Elicitor> {
     Arc::new(CallElicitor {
         sink: ctx.pause_sink(),
         meta: crate::journal::current_call(),
         auto_approve: ctx.auto_approve(),
-        address,
+        address: address.to_string(),
         args: args.clone(),
-        sampler: ctx.sampler.clone(),
+        agent: ctx.agent.clone(),
+        upstream: format!("{}.{}", address.integration, address.connection),
+        journal: ctx.journal.clone(),
     })
+}
+
+/// One upstream log message as a line of the execution's logs: text as it is, anything else
+/// as compact JSON.
+fn log_line(upstream: &str, level: &str, logger: Option<&str>, data: &Value) -> String {
+    let text = match data {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    match logger {
+        Some(logger) => format!("[upstream {upstream} {level}] {logger}: {text}"),
+        None => format!("[upstream {upstream} {level}] {text}"),
+    }
 }
 
 /// The result the server gets for `action` (`content` as the person gave it).
@@ -64,7 +89,18 @@ fn answer(request: &Elicitation, action: ResumeAction, content: Option<Value>) -
 
 impl Elicitor for CallElicitor {
     fn sampler(&self) -> Option<Arc<dyn Sampler>> {
-        self.sampler.clone()
+        self.agent.sampler.clone()
+    }
+
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(sink) = &self.agent.progress {
+            sink.progress(progress, total, message);
+        }
+    }
+
+    fn log(&self, level: &str, logger: Option<&str>, data: &Value) {
+        self.journal
+            .upstream_log(log_line(&self.upstream, level, logger, data));
     }
 
     fn elicit(&self, request: Elicitation) -> BoxFuture<'static, ElicitAnswer> {

@@ -324,6 +324,23 @@ impl Drop for AbortUnlessAnswered {
     }
 }
 
+/// What the agent that asked for an execution lends it through its own MCP client.
+#[derive(Clone, Default)]
+pub struct AgentLink {
+    /// Answers downstream `sampling/createMessage` (when the agent's client can sample).
+    pub sampler: Option<Arc<dyn executor_mcp::Sampler>>,
+    /// Hears the progress downstream servers report on the execution's calls (when the agent
+    /// asked for progress).
+    pub progress: Option<Arc<dyn ProgressSink>>,
+}
+
+/// Where the progress of an execution's downstream calls goes, as the servers reported it:
+/// `progress` increases within one call, but calls start over, so the sink makes the series
+/// it forwards monotonic itself.
+pub trait ProgressSink: Send + Sync {
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+}
+
 impl Engine {
     /// Runs `code`. `auto_approve` means the caller is the approver: gated calls run inline.
     ///
@@ -334,22 +351,24 @@ impl Engine {
         code: String,
         auto_approve: bool,
     ) -> EngineResult<ExecutionOutcome> {
-        self.execute_with_sampler(code, auto_approve, None).await
+        self.execute_for_agent(code, auto_approve, AgentLink::default())
+            .await
     }
 
-    /// [`Self::execute`], with `sampler` answering the `sampling/createMessage` requests its
-    /// downstream MCP servers send during its calls (the agent's own client, when it can
-    /// sample). It serves the calls of this run in this process; after a restart nobody does.
-    pub async fn execute_with_sampler(
+    /// [`Self::execute`], lending the run what `agent` holds: its sampler answers the
+    /// `sampling/createMessage` requests the downstream MCP servers send during its calls, its
+    /// progress sink hears their progress. They serve the calls of this run in this process;
+    /// after a restart nobody does.
+    pub async fn execute_for_agent(
         &self,
         code: String,
         auto_approve: bool,
-        sampler: Option<Arc<dyn executor_mcp::Sampler>>,
+        agent: AgentLink,
     ) -> EngineResult<ExecutionOutcome> {
         let admitted = self.inner.admission.admit().await?;
         let id = format!("exec_{}", uuid::Uuid::now_v7());
         let journal = Journal::fresh(id, code, auto_approve);
-        let live = self.start_admitted(journal, Some(admitted), sampler);
+        let live = self.start_admitted(journal, Some(admitted), agent);
         let mut guard = AbortUnlessAnswered(Some(live.task.clone()));
         let outcome = self.next_event(live).await;
         guard.0 = None;
@@ -358,7 +377,7 @@ impl Engine {
 
     /// Starts the journal's code on the sandbox pool.
     fn start(&self, journal: Arc<Journal>) -> Live {
-        self.start_admitted(journal, None, None)
+        self.start_admitted(journal, None, AgentLink::default())
     }
 
     /// [`Self::start`], holding `admitted` (an admission slot) until the run ends.
@@ -366,7 +385,7 @@ impl Engine {
         &self,
         journal: Arc<Journal>,
         admitted: Option<tokio::sync::OwnedSemaphorePermit>,
-        sampler: Option<Arc<dyn executor_mcp::Sampler>>,
+        agent: AgentLink,
     ) -> Live {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let scope = self.inner.mcp.scope();
@@ -377,7 +396,7 @@ impl Engine {
             PauseSink::new(events_tx.clone(), journal.clone()),
             journal.clone(),
         );
-        ctx.sampler = sampler;
+        ctx.agent = agent;
         let ctx = Arc::new(ctx);
         let placement = self.inner.sandbox.place();
         let host = Arc::new(ExecutionHost {

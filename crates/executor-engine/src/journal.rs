@@ -208,6 +208,20 @@ pub(crate) struct Journal {
     abandoned: tokio::sync::watch::Sender<bool>,
     /// Fires when a call ends or starts waiting for a person (see [`Journal::quiesce`]).
     settled: tokio::sync::Notify,
+    /// Log messages the execution's downstream servers sent during its calls.
+    upstream_logs: Mutex<UpstreamLogs>,
+}
+
+/// At most this many upstream log lines, and bytes of them, per execution; the rest are
+/// counted in one closing line.
+const MAX_UPSTREAM_LOG_LINES: usize = 1_000;
+const MAX_UPSTREAM_LOG_BYTES: usize = 64 * 1024;
+
+#[derive(Default)]
+struct UpstreamLogs {
+    lines: Vec<String>,
+    bytes: usize,
+    dropped: usize,
 }
 
 /// How one call is answered.
@@ -261,6 +275,7 @@ impl Journal {
             closing: AtomicBool::new(false),
             abandoned: tokio::sync::watch::channel(false).0,
             settled: tokio::sync::Notify::new(),
+            upstream_logs: Mutex::default(),
         })
     }
 
@@ -333,6 +348,7 @@ impl Journal {
             closing: AtomicBool::new(false),
             abandoned: tokio::sync::watch::channel(false).0,
             settled: tokio::sync::Notify::new(),
+            upstream_logs: Mutex::default(),
         })
     }
 
@@ -409,12 +425,35 @@ impl Journal {
     }
 
     /// A diverged replay fails the execution whatever the code made of the rejection.
+    /// Upstream log lines follow the code's console lines, in the order they arrived.
     pub(crate) fn finish_output(&self, mut output: RunOutput) -> RunOutput {
         if let Some(message) = lock(&self.state).diverged.clone() {
             output.result = None;
             output.error = Some(message);
         }
+        let upstream = std::mem::take(&mut *lock(&self.upstream_logs));
+        output.logs.extend(upstream.lines);
+        if upstream.dropped > 0 {
+            output.logs.push(format!(
+                "[warn] … {} upstream log lines dropped",
+                upstream.dropped
+            ));
+        }
         output
+    }
+
+    /// Adds one line a downstream server logged to the execution's logs (bounded).
+    pub(crate) fn upstream_log(&self, line: String) {
+        let mut logs = lock(&self.upstream_logs);
+        if logs.dropped > 0
+            || logs.lines.len() >= MAX_UPSTREAM_LOG_LINES
+            || logs.bytes + line.len() > MAX_UPSTREAM_LOG_BYTES
+        {
+            logs.dropped += 1;
+            return;
+        }
+        logs.bytes += line.len();
+        logs.lines.push(line);
     }
 
     /// Records a new call and decides how it is answered. Returns the record to write through
@@ -949,6 +988,25 @@ fn looks_like_credential(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_log_lines_follow_console_lines_and_are_bounded() {
+        let journal = Journal::fresh("exec_t".into(), "return 1".into(), false);
+        for i in 0..MAX_UPSTREAM_LOG_LINES + 5 {
+            journal.upstream_log(format!("[upstream a.b info] {i}"));
+        }
+        let output = journal.finish_output(RunOutput {
+            logs: vec!["[log] mine".into()],
+            ..Default::default()
+        });
+        assert_eq!(output.logs.len(), 1 + MAX_UPSTREAM_LOG_LINES + 1);
+        assert_eq!(output.logs[0], "[log] mine");
+        assert_eq!(output.logs[1], "[upstream a.b info] 0");
+        assert_eq!(
+            output.logs.last().unwrap(),
+            "[warn] … 5 upstream log lines dropped"
+        );
+    }
 
     #[test]
     fn redaction_masks_secret_keys_at_any_depth() {

@@ -40,7 +40,9 @@ pub use catalog::{
     MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, ToolListFilter, ToolSchema,
 };
 pub use error::{EngineError, EngineResult};
-pub use execution::{ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ResumeAction};
+pub use execution::{
+    AgentLink, ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ProgressSink, ResumeAction,
+};
 pub use executor_sandbox::JS_THREAD_STACK;
 pub use executor_store::{ExecutionStatus, ExecutionSummary};
 pub use graphql_plugin::{

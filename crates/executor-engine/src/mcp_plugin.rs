@@ -1240,7 +1240,7 @@ pub(crate) async fn call(
         .unwrap_or(&tool.name)
         .to_owned();
     // The server's elicitations during this call pause the execution like an approval.
-    let elicitor = crate::elicitation::for_call(ctx, address.to_string(), &args);
+    let elicitor = crate::elicitation::for_call(ctx, address, &args);
     let arguments = match args {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),

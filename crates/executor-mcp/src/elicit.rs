@@ -9,7 +9,7 @@
 //! carries no association (the standalone GET stream, the legacy SSE transport) goes to the
 //! session's oldest call in flight. With nobody to ask, the elicitation is cancelled.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -19,7 +19,8 @@ use futures::future::BoxFuture;
 #[allow(deprecated)]
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationAction, RequestId,
+    ElicitationAction, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    RequestId,
 };
 use rmcp::service::InboundStreamOrigin;
 use serde_json::Value;
@@ -168,6 +169,18 @@ pub trait Elicitor: Send + Sync {
     fn sampler(&self) -> Option<Arc<dyn Sampler>> {
         None
     }
+
+    /// The server reported progress on the call (`notifications/progress` with the call's
+    /// token). `progress` increases within one call; `total` when the server knows it.
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let _ = (progress, total, message);
+    }
+
+    /// The server sent a log message (`notifications/message`) while handling the call.
+    /// `level` is the MCP logging level as spelled on the wire (`info`, `warning`, …).
+    fn log(&self, level: &str, logger: Option<&str>, data: &Value) {
+        let _ = (level, logger, data);
+    }
 }
 
 /// Forwards `sampling/createMessage` to a model (the agent's MCP client), as JSON: the request's
@@ -200,6 +213,10 @@ fn no_sampler() -> rmcp::ErrorData {
 struct Route {
     /// The JSON-RPC id of its `tools/call`, once sent.
     request_id: Option<RequestId>,
+    /// The `progressToken` its request carried (rmcp gives every request its own).
+    progress_token: Option<ProgressToken>,
+    /// The last progress value handed on (values must increase; see [`Routes::progress`]).
+    last_progress: Option<f64>,
     elicitor: Option<Arc<dyn Elicitor>>,
     /// Elicitations of this call waiting for an answer.
     waiting: usize,
@@ -212,6 +229,32 @@ struct RouteTable {
     next: u64,
     /// Calls in flight, by registration order.
     calls: BTreeMap<u64, Route>,
+    /// Calls that ended moments ago. rmcp hands a response to its caller at once but runs a
+    /// notification handler as a task of its own, so the progress and log messages a server
+    /// sends just before its result can be handled after the call has ended: they still go to
+    /// the call they name.
+    ended: VecDeque<(Instant, Route)>,
+}
+
+/// How long (and how many) ended calls still take their late notifications.
+const ENDED_GRACE: Duration = Duration::from_secs(2);
+const ENDED_KEPT: usize = 64;
+
+impl RouteTable {
+    /// The route (in flight or just ended) matching `pred`.
+    fn named(&self, pred: impl Fn(&Route) -> bool) -> Option<&Route> {
+        self.calls
+            .values()
+            .find(|r| pred(r))
+            .or_else(|| self.ended.iter().map(|(_, r)| r).find(|r| pred(r)))
+    }
+
+    fn named_mut(&mut self, pred: impl Fn(&Route) -> bool) -> Option<&mut Route> {
+        match self.calls.values_mut().find(|r| pred(r)) {
+            Some(route) => Some(route),
+            None => self.ended.iter_mut().map(|(_, r)| r).find(|r| pred(r)),
+        }
+    }
 }
 
 /// The calls in flight on one session, for routing the server's elicitations.
@@ -235,10 +278,11 @@ pub(crate) struct Registration {
 }
 
 impl Registration {
-    /// The call's request went out with `id`.
-    pub(crate) fn sent(&self, id: RequestId) {
+    /// The call's request went out with `id` and `progress_token`.
+    pub(crate) fn sent(&self, id: RequestId, progress_token: ProgressToken) {
         if let Some(route) = lock(&self.routes.table).calls.get_mut(&self.key) {
             route.request_id = Some(id);
+            route.progress_token = Some(progress_token);
         }
         self.routes.changed.notify_waiters();
     }
@@ -262,7 +306,22 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        lock(&self.routes.table).calls.remove(&self.key);
+        let mut table = lock(&self.routes.table);
+        let now = Instant::now();
+        while table
+            .ended
+            .front()
+            .is_some_and(|(at, _)| *at + ENDED_GRACE < now)
+            || table.ended.len() >= ENDED_KEPT
+        {
+            table.ended.pop_front();
+        }
+        if let Some(route) = table.calls.remove(&self.key)
+            && route.request_id.is_some()
+        {
+            table.ended.push_back((now, route));
+        }
+        drop(table);
         self.routes.changed.notify_waiters();
     }
 }
@@ -284,6 +343,8 @@ impl Routes {
             key,
             Route {
                 request_id: None,
+                progress_token: None,
+                last_progress: None,
                 elicitor,
                 waiting: 0,
                 answered_at: None,
@@ -346,6 +407,75 @@ impl Routes {
                 }
             }
         }
+    }
+
+    /// Hands one `notifications/progress` of the server to the call whose request carried its
+    /// token. Progress for a token we no longer (or never) had is dropped, as MCP allows.
+    ///
+    /// rmcp handles each notification in a task of its own, so two progress notifications sent
+    /// in a row can be handled in either order: one that does not increase on what was handed
+    /// on is stale and dropped, so the call's elicitor sees an increasing series.
+    pub(crate) fn progress(&self, label: &str, params: ProgressNotificationParam) {
+        let elicitor = {
+            let mut table = lock(&self.table);
+            match table.named_mut(|r| r.progress_token.as_ref() == Some(&params.progress_token)) {
+                Some(route)
+                    if route
+                        .last_progress
+                        .is_some_and(|last| params.progress <= last) =>
+                {
+                    tracing::debug!(%label, "downstream progress out of order; dropped");
+                    return;
+                }
+                Some(route) => {
+                    route.last_progress = Some(params.progress);
+                    route.elicitor.clone()
+                }
+                None => None,
+            }
+        };
+        match elicitor {
+            Some(elicitor) => elicitor.progress(params.progress, params.total, params.message),
+            None => tracing::debug!(%label, "downstream progress for no call in flight; dropped"),
+        }
+    }
+
+    /// Hands one `notifications/message` of the server to the call it belongs to: the one whose
+    /// POST stream it arrived on, else the only call in flight on the session. With several
+    /// calls and no association (the GET stream, stdio), nobody can tell whose it is: dropped.
+    #[allow(deprecated)]
+    pub(crate) fn log(
+        &self,
+        label: &str,
+        params: LoggingMessageNotificationParam,
+        origin: Option<&InboundStreamOrigin>,
+    ) {
+        let elicitor = {
+            let table = lock(&self.table);
+            let by_origin = match origin {
+                Some(InboundStreamOrigin::OutboundRequest(id)) => {
+                    table.named(|r| r.request_id.as_ref() == Some(id))
+                }
+                _ => None,
+            };
+            let only = || {
+                let mut calls = table.calls.values();
+                match (calls.next(), calls.next()) {
+                    (Some(route), None) => Some(route),
+                    _ => None,
+                }
+            };
+            by_origin.or_else(only).and_then(|r| r.elicitor.clone())
+        };
+        let Some(elicitor) = elicitor else {
+            tracing::debug!(%label, "downstream log message with no call to hand it to; dropped");
+            return;
+        };
+        let level = serde_json::to_value(params.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "info".to_owned());
+        elicitor.log(&level, params.logger.as_deref(), &params.data);
     }
 
     /// Answers one `elicitation/create` of the server.

@@ -11,9 +11,9 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
     ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationCapability,
-    FormElicitationCapability, Implementation, ListRootsResult, PaginatedRequestParams,
-    ProtocolVersion, RequestId, RootsCapabilities, SamplingCapability, ServerResult,
-    UrlElicitationCapability,
+    FormElicitationCapability, Implementation, ListRootsResult, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, RequestId,
+    RootsCapabilities, SamplingCapability, ServerResult, UrlElicitationCapability,
 };
 use rmcp::service::{
     InboundStreamOrigin, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
@@ -138,6 +138,28 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, rmcp::ErrorData> {
         Ok(ListRootsResult::default())
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(routes) = &self.routes {
+            routes.progress(&self.label, params);
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(routes) = &self.routes {
+            let origin = context.extensions.get::<InboundStreamOrigin>();
+            routes.log(&self.label, params, origin);
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -1131,13 +1153,22 @@ impl ExecutionScope {
                 .peer
                 .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await?;
-            registration.sent(handle.id.clone());
+            // rmcp puts a fresh `progressToken` in every request's `_meta`: progress the server
+            // reports with it is this call's.
+            registration.sent(handle.id.clone(), handle.progress_token.clone());
             let abandoned = AbandonedCall {
                 peer: &session.peer,
                 id: Some(handle.id.clone()),
             };
             let response = handle.await_response().await;
             abandoned.disarm();
+            // rmcp spawned a task for each notification the server sent before its result
+            // (progress, log messages) before it handed us the result; yielding lets those run
+            // first, so the call's log lines make it into the execution's logs. (Not a
+            // guarantee on a multi-threaded runtime, but the handlers are a lock and a push.)
+            for _ in 0..2 {
+                tokio::task::yield_now().await;
+            }
             response
         };
         tokio::pin!(call);

@@ -957,7 +957,12 @@ pub fn defaults_schema() -> Value {
 
 impl ServerHandler for CapableHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        #[allow(deprecated)]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("capable-test-server", "1.0.0"))
     }
 
@@ -972,9 +977,12 @@ impl ServerHandler for CapableHandler {
             .map(|info| info.capabilities.clone())
             .unwrap_or_default();
         let empty = json!({"type": "object", "properties": {}});
-        let mut tools = vec![tool(
-            json!({"name": "plain", "description": "Needs nothing", "inputSchema": empty}),
-        )];
+        let mut tools = vec![
+            tool(json!({"name": "plain", "description": "Needs nothing", "inputSchema": empty})),
+            tool(
+                json!({"name": "report", "description": "Reports progress 1/2 and 2/2 with the call's progressToken, logs one message (on the GET stream), answers with the token", "inputSchema": empty}),
+            ),
+        ];
         if caps.elicitation.is_some() {
             tools.push(tool(json!({"name": "ask_with_defaults", "description": "Elicits a form whose fields have defaults; answers with the content it got", "inputSchema": empty})));
         }
@@ -997,6 +1005,32 @@ impl ServerHandler for CapableHandler {
         let peer = &context.peer;
         let result = match request.name.as_ref() {
             "plain" => text_result("plain", false),
+            "report" => {
+                let token = context.meta.get_progress_token();
+                if let Some(token) = &token {
+                    for step in [1.0, 2.0] {
+                        let mut param =
+                            rmcp::model::ProgressNotificationParam::new(token.clone(), step);
+                        param.total = Some(2.0);
+                        param.message = Some(format!("step {step}"));
+                        let _ = peer.notify_progress(param).await;
+                    }
+                }
+                let _ = peer
+                    .notify_logging_message(
+                        rmcp::model::LoggingMessageNotificationParam::new(
+                            rmcp::model::LoggingLevel::Warning,
+                            json!("disk almost full"),
+                        )
+                        .with_logger("fixture"),
+                    )
+                    .await;
+                // rmcp sends a notification not tied to a request on the session's GET stream,
+                // which races the result on the POST stream: give it a moment.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                let token = token.map(|t| serde_json::to_value(&t).unwrap_or(Value::Null));
+                text_result(json!({"progressToken": token}).to_string(), false)
+            }
             "ask_with_defaults" => {
                 let params: rmcp::model::ElicitRequestParams = serde_json::from_value(
                     json!({"mode": "form", "message": "Check these.", "requestedSchema": defaults_schema()}),

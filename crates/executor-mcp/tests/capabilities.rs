@@ -88,7 +88,13 @@ async fn discovery_lists_the_tools_a_server_keeps_for_capable_clients() {
     let names: Vec<&str> = found.tools.iter().map(|t| t.real_name.as_str()).collect();
     assert_eq!(
         names,
-        ["plain", "ask_with_defaults", "sample", "count_roots"],
+        [
+            "plain",
+            "report",
+            "ask_with_defaults",
+            "sample",
+            "count_roots"
+        ],
         "elicitation, sampling and roots are declared while listing"
     );
 }

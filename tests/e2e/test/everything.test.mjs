@@ -5,6 +5,8 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startExecutor, show, pollUntil } from "../lib/executor.mjs";
 
 const require = createRequire(import.meta.url);
@@ -49,4 +51,43 @@ test("server-everything lists its capability-gated tools to us", { timeout: 60_0
   assert.equal(run.status, 200, show(run.body));
   assert.equal(run.body.status, "completed", show(run.body));
   assert.match(run.body.text, /supports roots but no roots are currently configured/, show(run.body));
+});
+
+// Issue #18: the progress server-everything reports on its long-running operation (with the
+// token our tools/call carried) reaches the agent's official SDK client through `onprogress`,
+// under the agent's own token, increasing.
+test("server-everything's progress reaches the agent calling execute", { timeout: 60_000 }, async () => {
+  const ex = await startExecutor();
+  cleanups.push(() => ex.kill());
+  const add = await ex.api("POST", "/api/mcp/servers", {
+    transport: "stdio",
+    name: "Everything",
+    command: process.execPath,
+    args: [SERVER, "stdio"],
+    slug: "everything",
+  });
+  assert.equal(add.status, 200, `${show(add.body)}\n${ex.logs()}`);
+
+  const client = new Client({ name: "e2e-progress", version: "0.0.1" }, { capabilities: {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${ex.baseUrl}/mcp`), ex.mcpTransportOptions()));
+  cleanups.push(() => client.close());
+  const heard = [];
+  const result = await client.callTool(
+    {
+      name: "execute",
+      arguments: {
+        code: "const r = await tools.everything.org.default.trigger_long_running_operation({duration: 0.6, steps: 3}); " +
+          "return r.ok ? r.data.content[0].text : r.error.message",
+      },
+    },
+    undefined,
+    { onprogress: (p) => heard.push(p) },
+  );
+  const text = result.content?.find((c) => c.type === "text")?.text ?? "";
+  assert.match(text, /Long running operation completed/, `${text}\n${ex.logs()}`);
+  assert.ok(heard.length >= 1, `no progress heard: ${text}`);
+  const values = heard.map((p) => p.progress);
+  assert.deepEqual(values, [...values].sort((a, b) => a - b), show(heard));
+  assert.equal(heard.at(-1).progress, 3, show(heard));
+  assert.equal(heard.at(-1).total, 3, show(heard));
 });

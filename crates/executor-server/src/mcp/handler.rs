@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use executor_core::Completed;
-use executor_engine::{Engine, EngineError, ExecutionOutcome, Paused, ResumeAction};
+use executor_engine::{AgentLink, Engine, EngineError, ExecutionOutcome, Paused, ResumeAction};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitationAction, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
@@ -202,16 +202,27 @@ impl ExecutorMcp {
                 json!({"status": "error", "error": message}),
             );
         }
+        let progress =
+            super::progress::for_request(&context.peer, context.meta.get_progress_token());
+        let agent = AgentLink {
+            sampler: super::sampling::for_peer(&context.peer),
+            progress: progress.as_ref().map(|p| p.sink()),
+        };
         // A client that cancels the request (`notifications/cancelled`) or closes the session
         // cancels the execution: dropping it stops its sandbox and its upstream requests.
         let outcome = tokio::select! {
-            outcome = self.engine.execute_with_sampler(code.to_owned(), false, super::sampling::for_peer(&context.peer)) => outcome,
+            outcome = self.engine.execute_for_agent(code.to_owned(), false, agent) => outcome,
             () = context.ct.cancelled() => {
                 let message = "The request was cancelled by the client.";
                 return error_result(format!("Error: {message}"), json!({"status": "error", "error": message}));
             }
         };
-        self.present(outcome, context).await
+        // Native-mode pauses are answered inside `present`; the calls resumed there report too.
+        let result = self.present(outcome, context).await;
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
+        result
     }
 
     /// Turns an outcome into a tool result; in native mode answers pauses through the client.

@@ -8,6 +8,7 @@
 
 mod events;
 mod handler;
+mod progress;
 mod sampling;
 mod sessions;
 mod skills;
