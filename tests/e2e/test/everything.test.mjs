@@ -91,3 +91,51 @@ test("server-everything's progress reaches the agent calling execute", { timeout
   assert.equal(heard.at(-1).progress, 3, show(heard));
   assert.equal(heard.at(-1).total, 3, show(heard));
 });
+
+// The same reference server over streamable HTTP (its `streamableHttp` mode on a free loopback
+// port): the capability-gated tools are listed and a stateful call sequence works on one session.
+test("server-everything over streamable HTTP", { timeout: 60_000 }, async () => {
+  const { spawn } = await import("node:child_process");
+  const { freePort, addMcpIntegration } = await import("../lib/executor.mjs");
+  const port = await freePort();
+  const child = spawn(process.execPath, [SERVER, "streamableHttp"], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  cleanups.push(async () => child.kill());
+  let out = "";
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server-everything did not start:\n${out}`)), 30_000);
+    const seen = (c) => {
+      out += c;
+      if (/running on port|listening/i.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on("data", seen);
+    child.stderr.on("data", seen);
+  });
+  const ex = await startExecutor();
+  cleanups.push(() => ex.kill());
+  const { slug } = await addMcpIntegration(ex, `http://127.0.0.1:${port}/mcp`, { slug: "everything_http", name: "Everything (HTTP)" });
+  const names = async () => {
+    const listed = await ex.api("GET", `/api/tools?integration=${slug}`);
+    return listed.status === 200 ? listed.body.map((t) => t.address.split(".").pop()) : [];
+  };
+  const found = await pollUntil(async () => {
+    const n = await names();
+    return n.includes("trigger_elicitation_request") ? n : null;
+  }, { timeoutMs: 10_000, intervalMs: 200 });
+  assert.ok(found, `not listed: ${show(await names())}\n${ex.logs()}`);
+  const run = await ex.api("POST", "/api/executions", {
+    code: `const a = await tools.${slug}.org.main.echo({ message: "hi" });
+const b = await tools.${slug}.org.main.get_sum({ a: 2, b: 3 });
+return [a.data.content[0].text, b.data.content[0].text];`,
+    autoApprove: true,
+  });
+  assert.equal(run.body.status, "completed", show(run.body));
+  const [echoed, summed] = run.body.structured.result;
+  assert.match(echoed, /hi/, show(run.body));
+  assert.match(summed, /5/, show(run.body));
+});
