@@ -9,6 +9,21 @@ use serde_json::{Map, Value, json};
 
 use crate::parse::{lookup_ref, percent_decode};
 
+/// JSON Schema keywords whose value is one subschema (shared with `validate`'s loosening walk).
+pub(crate) const ONE_SUBSCHEMA_KEYWORDS: [&str; 11] = [
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+];
+
 const COMPONENT_PREFIX: &str = "#/components/schemas/";
 const MAX_DEPTH: usize = 96;
 
@@ -93,17 +108,7 @@ impl<'a> Rewriter<'a> {
                     _ => continue,
                 },
                 // Single schema or list of schemas.
-                "items"
-                | "additionalProperties"
-                | "not"
-                | "if"
-                | "then"
-                | "else"
-                | "contains"
-                | "propertyNames"
-                | "unevaluatedProperties"
-                | "unevaluatedItems"
-                | "additionalItems" => match value {
+                k if ONE_SUBSCHEMA_KEYWORDS.contains(&k) => match value {
                     Value::Object(_) | Value::Array(_) | Value::Bool(_) => {
                         self.walk(value, depth + 1)
                     }

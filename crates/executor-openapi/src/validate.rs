@@ -332,17 +332,9 @@ fn loosen(v: &Value, definitions: &Map<String, Value>, depth: usize) -> Value {
                 ),
                 other => other.clone(),
             },
-            "items"
-            | "additionalProperties"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "contains"
-            | "propertyNames"
-            | "unevaluatedProperties"
-            | "unevaluatedItems"
-            | "additionalItems" => loosen(x, definitions, depth + 1),
+            k if crate::schema::ONE_SUBSCHEMA_KEYWORDS.contains(&k) => {
+                loosen(x, definitions, depth + 1)
+            }
             _ => x.clone(),
         };
         // `oneOf` and `anyOf` side by side: keep both as one `allOf` of the two.
