@@ -202,8 +202,11 @@ impl ExecutorMcp {
                 json!({"status": "error", "error": message}),
             );
         }
-        let progress =
-            super::progress::for_request(&context.peer, context.meta.get_progress_token());
+        let progress = super::progress::for_request(
+            &context.peer,
+            context.meta.get_progress_token(),
+            context.ct.clone(),
+        );
         let agent = AgentLink {
             sampler: super::sampling::for_peer(&context.peer),
             progress: progress.as_ref().map(|p| p.sink()),

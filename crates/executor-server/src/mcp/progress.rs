@@ -22,7 +22,17 @@ struct PeerProgress {
 /// The progress sink of one `execute` request and the task that forwards it.
 pub(super) struct AgentProgress {
     sink: Arc<PeerProgress>,
-    task: tokio::task::JoinHandle<()>,
+    /// Holds a clone of the agent's peer: it must not outlive the request, or closing the
+    /// session waits for it (rmcp drains its handlers' senders for 5 s).
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for AgentProgress {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
 }
 
 /// How long the result of `execute` waits for progress still queued for the agent.
@@ -35,9 +45,11 @@ impl AgentProgress {
 
     /// Stops forwarding and waits (briefly) until what was queued went out, so the agent
     /// hears a call's progress before the result of its execution.
-    pub(super) async fn finish(self) {
+    pub(super) async fn finish(mut self) {
         lock(&self.sink.updates).take();
-        let _ = tokio::time::timeout(FLUSH_WAIT, self.task).await;
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(FLUSH_WAIT, task).await;
+        }
     }
 }
 
@@ -78,13 +90,22 @@ impl Series {
 pub(super) fn for_request(
     peer: &Peer<RoleServer>,
     token: Option<ProgressToken>,
+    request: tokio_util::sync::CancellationToken,
 ) -> Option<AgentProgress> {
     let token = token?;
     let (updates, mut rx) = mpsc::unbounded_channel::<Update>();
     let peer = peer.clone();
-    // Ends when the request finishes (or the agent's session is gone).
+    // Ends when the request finishes, is cancelled (the agent's session closing cancels it), or
+    // the agent's session is gone.
     let task = tokio::spawn(async move {
-        while let Some((progress, total, message)) = rx.recv().await {
+        loop {
+            let next = tokio::select! {
+                next = rx.recv() => next,
+                () = request.cancelled() => None,
+            };
+            let Some((progress, total, message)) = next else {
+                break;
+            };
             let mut param = ProgressNotificationParam::new(token.clone(), progress);
             param.total = total;
             param.message = message;
@@ -98,7 +119,7 @@ pub(super) fn for_request(
             updates: Mutex::new(Some(updates)),
             series: Mutex::default(),
         }),
-        task,
+        task: Some(task),
     })
 }
 
