@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 
 /// The entries of `definitions` that `roots` reference through `$ref`s of the forms
 /// `#/$defs/X…`, `#/definitions/X…` and `#/components/schemas/X…`, and those they reference in
-/// turn. Values under `example(s)`, `default`, `enum` and `const` are data, not schemas.
+/// turn. Values under `example(s)`, `default`, `enum`, `const` and `x-` extensions are data, not
+/// schemas.
 pub fn reachable_definitions(
     roots: &[Option<&Value>],
     definitions: &Map<String, Value>,
@@ -43,7 +44,8 @@ fn collect_refs(value: &Value, found: &mut impl FnMut(&str)) {
                 if !matches!(
                     key.as_str(),
                     "example" | "examples" | "default" | "enum" | "const"
-                ) {
+                ) && !key.starts_with("x-")
+                {
                     collect_refs(child, found);
                 }
             }

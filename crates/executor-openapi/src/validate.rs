@@ -181,7 +181,7 @@ fn compile_schema(
         // messages that name the parameter's location.
         o.remove("required");
     }
-    let defs = reached_definitions(input, definitions);
+    let defs = executor_core::schema_refs::reachable_definitions(&[Some(input)], definitions);
     if !defs.is_empty()
         && let Value::Object(o) = &mut root
     {
@@ -216,26 +216,6 @@ fn compile_schema(
     }
 }
 
-/// The `$defs` entries `schema` reaches, transitively, keyed as `#/$defs/<key>` resolves them.
-fn reached_definitions(schema: &Value, definitions: &Map<String, Value>) -> Map<String, Value> {
-    let mut out = Map::new();
-    let mut todo: Vec<&Value> = vec![schema];
-    while let Some(s) = todo.pop() {
-        let mut refs = Vec::new();
-        collect_refs(s, &mut refs, 0);
-        for name in refs {
-            if out.contains_key(&name) {
-                continue;
-            }
-            if let Some(d) = definitions.get(&name) {
-                out.insert(name, d.clone());
-                todo.push(d);
-            }
-        }
-    }
-    out
-}
-
 fn def_name(r: &str) -> Option<String> {
     let rest = r.strip_prefix("#/$defs/")?;
     let first = rest.split('/').next().unwrap_or("");
@@ -244,26 +224,6 @@ fn def_name(r: &str) -> Option<String> {
             .replace("~1", "/")
             .replace("~0", "~"),
     )
-}
-
-fn collect_refs(v: &Value, out: &mut Vec<String>, depth: usize) {
-    if depth > MAX_DEPTH {
-        return;
-    }
-    match v {
-        Value::Object(o) => {
-            if let Some(name) = o.get("$ref").and_then(Value::as_str).and_then(def_name) {
-                out.push(name);
-            }
-            for (k, x) in o {
-                if !DATA_KEYS.contains(&k.as_str()) {
-                    collect_refs(x, out, depth + 1);
-                }
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|x| collect_refs(x, out, depth + 1)),
-        _ => {}
-    }
 }
 
 /// Keys whose values are data, not schemas.
