@@ -55,10 +55,12 @@ fn render_result(value: &Value) -> String {
 
 pub fn format_completed(output: RunOutput) -> Completed {
     let blocks: Vec<Value> = output.emitted.iter().flat_map(emitted_blocks).collect();
-    let mut completed = format_text(output);
-    if !blocks.is_empty() {
-        completed.content = content_with_emitted(blocks, &completed);
+    if blocks.is_empty() {
+        return format_text(output);
     }
+    let logs = (!output.logs.is_empty()).then(|| format!("Logs:\n{}", output.logs.join("\n")));
+    let mut completed = format_text(output);
+    completed.content = content_with_emitted(blocks, &completed, logs);
     completed
 }
 
@@ -68,7 +70,11 @@ pub const MAX_EMITTED_TEXT_CHARS: usize = 64_000;
 /// The content of an execution that emitted output: the emitted blocks, then the error text (with
 /// its logs), or the result text when there is a return value, or only `Logs:` when there are logs.
 /// The "(no return value; N item(s) emitted…)" placeholder is not repeated: the items are there.
-fn content_with_emitted(mut blocks: Vec<Value>, completed: &Completed) -> Vec<Value> {
+fn content_with_emitted(
+    mut blocks: Vec<Value>,
+    completed: &Completed,
+    logs: Option<String>,
+) -> Vec<Value> {
     let has_result = completed
         .structured
         .get("result")
@@ -76,10 +82,7 @@ fn content_with_emitted(mut blocks: Vec<Value>, completed: &Completed) -> Vec<Va
     let trailer = if completed.is_error || has_result {
         Some(completed.text.clone())
     } else {
-        completed
-            .text
-            .find("\nLogs:\n")
-            .map(|at| completed.text[at + 1..].to_owned())
+        logs
     };
     if let Some(text) = trailer {
         blocks.push(json!({"type": "text", "text": text}));
