@@ -243,18 +243,20 @@ impl Documents {
 
     /// Drops the compiled specs unused for `idle`; true when one was dropped.
     pub(crate) fn evict_idle_extractions(&self, idle: std::time::Duration) -> bool {
-        let dropped: Vec<Arc<executor_openapi::Extraction>> = {
+        let mut dropped = Vec::new();
+        {
             let mut cached = self.openapi.lock().unwrap_or_else(|p| p.into_inner());
-            let (old, kept): (Vec<_>, Vec<_>) = cached
-                .drain(..)
-                .partition(|(_, _, used)| used.elapsed() >= idle);
-            *cached = kept;
-            old.into_iter().map(|(_, e, _)| e).collect()
-        };
+            let mut i = 0;
+            while i < cached.len() {
+                if cached[i].2.elapsed() >= idle {
+                    dropped.push(cached.remove(i).1);
+                } else {
+                    i += 1;
+                }
+            }
+        }
         // Freed outside the lock (a large one takes a while).
-        let any = !dropped.is_empty();
-        drop(dropped);
-        any
+        !dropped.is_empty()
     }
 
     pub(crate) fn put_openapi_extraction(

@@ -25,6 +25,7 @@ pub(super) const MAX_EVENTS_PER_STREAM: usize = 256;
 pub(super) const MAX_STREAMS: usize = 4_096;
 /// How long a client has to reconnect and fetch a response it missed.
 pub(super) const FINISHED_RETENTION: Duration = Duration::from_secs(300);
+const EXPIRY_SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// The in-memory event log of every `/mcp` stream of this process.
 pub(super) struct SessionEvents {
@@ -40,6 +41,7 @@ struct State {
     streams: HashMap<u64, StreamLog>,
     /// Stream numbers, oldest first.
     order: VecDeque<u64>,
+    last_expiry_scan: Option<Instant>,
 }
 
 struct StreamLog {
@@ -106,33 +108,30 @@ impl State {
         n
     }
 
-    /// Drops streams finished long enough ago, and the oldest when over the cap.
+    /// Drops streams finished long enough ago (looked for at most once a second: a request
+    /// opens a stream, so this is on every request's path), and the oldest when over the cap.
     fn evict(&mut self, now: Instant) {
-        let expired: Vec<u64> = self
-            .streams
-            .iter()
-            .filter(|(_, log)| {
+        if self
+            .last_expiry_scan
+            .is_none_or(|at| now.duration_since(at) >= EXPIRY_SCAN_EVERY)
+        {
+            self.last_expiry_scan = Some(now);
+            self.streams.retain(|_, log| {
                 log.finished_at
-                    .is_some_and(|at| now.duration_since(at) >= FINISHED_RETENTION)
-            })
-            .map(|(n, _)| *n)
-            .collect();
-        for n in expired {
-            self.remove(n);
+                    .is_none_or(|at| now.duration_since(at) < FINISHED_RETENTION)
+            });
+            let streams = &self.streams;
+            self.by_name.retain(|_, n| streams.contains_key(n));
+            self.order.retain(|n| streams.contains_key(n));
         }
         while self.streams.len() >= MAX_STREAMS {
-            let Some(oldest) = self.order.front().copied() else {
+            let Some(oldest) = self.order.pop_front() else {
                 break;
             };
-            self.remove(oldest);
+            if let Some(log) = self.streams.remove(&oldest) {
+                self.by_name.remove(&log.name);
+            }
         }
-    }
-
-    fn remove(&mut self, n: u64) {
-        if let Some(log) = self.streams.remove(&n) {
-            self.by_name.remove(&log.name);
-        }
-        self.order.retain(|m| *m != n);
     }
 }
 
