@@ -18,12 +18,12 @@ use std::time::Duration;
 
 use executor_core::Owner;
 use executor_engine::{
-    AddMcpServer, ConnectionInput, CredentialOrigin, Engine, EngineConfig, ExecutionOutcome,
-    McpAuthShorthand, OAuthClientInput, OAuthStart, OAuthStarted, RegisterDynamicClient,
-    ResumeAction, ToolListFilter,
+    AddMcpServer, Caller, ConnectionInput, CredentialOrigin, Engine, EngineConfig,
+    ExecutionOutcome, McpAuthShorthand, OAuthClientInput, OAuthStart, OAuthStarted,
+    RegisterDynamicClient, ResumeAction, ToolListFilter,
 };
 use executor_mcp::RemoteTransport;
-use executor_store::{Scope, SqliteStore};
+use executor_store::SqliteStore;
 use serde_json::Value;
 
 /// Why the run failed (the engine crate has no `anyhow`).
@@ -61,9 +61,9 @@ async fn run() -> Result<(), Fail> {
         .unwrap_or(Value::Null);
     let dir = tempfile::tempdir()?;
     let store = Arc::new(SqliteStore::open(dir.path()).await?);
+    let caller = Caller::local("conformance");
     let engine = Engine::new(
         store,
-        Scope::local("conformance"),
         EngineConfig {
             providers: executor_engine::ProvidersConfig {
                 auth_file: Some(dir.path().join("auth.json")),
@@ -81,43 +81,52 @@ async fn run() -> Result<(), Fail> {
     );
     let oauth = !probe.connected && probe.requires_authentication;
     engine
-        .add_mcp_server(AddMcpServer {
-            name: "Conformance".into(),
-            description: None,
-            endpoint: url.clone(),
-            remote_transport: RemoteTransport::StreamableHttp,
-            slug: Some(SLUG.into()),
-            query_params: BTreeMap::new(),
-            headers: BTreeMap::new(),
-            authentication_template: None,
-            auth: Some(if oauth {
-                McpAuthShorthand::Oauth2
-            } else {
-                McpAuthShorthand::None
-            }),
-        })
+        .add_mcp_server(
+            &caller,
+            AddMcpServer {
+                name: "Conformance".into(),
+                description: None,
+                endpoint: url.clone(),
+                remote_transport: RemoteTransport::StreamableHttp,
+                slug: Some(SLUG.into()),
+                query_params: BTreeMap::new(),
+                headers: BTreeMap::new(),
+                authentication_template: None,
+                auth: Some(if oauth {
+                    McpAuthShorthand::Oauth2
+                } else {
+                    McpAuthShorthand::None
+                }),
+            },
+        )
         .await?;
     if oauth {
-        authorise(&engine, &url, &scenario, &context).await?;
+        authorise(&engine, &caller, &url, &scenario, &context).await?;
     } else {
         engine
-            .create_connection(ConnectionInput {
-                owner: Owner::Org,
-                name: "main".into(),
-                integration: SLUG.into(),
-                template: "none".into(),
-                identity_label: None,
-                description: None,
-                origin: CredentialOrigin::Value(String::new()),
-                replace: false,
-            })
+            .create_connection(
+                &caller,
+                ConnectionInput {
+                    owner: Owner::Org,
+                    name: "main".into(),
+                    integration: SLUG.into(),
+                    template: "none".into(),
+                    identity_label: None,
+                    description: None,
+                    origin: CredentialOrigin::Value(String::new()),
+                    replace: false,
+                },
+            )
             .await?;
     }
     let tools = engine
-        .list_tools(&ToolListFilter {
-            integration: Some(SLUG.into()),
-            ..ToolListFilter::default()
-        })
+        .list_tools(
+            &caller,
+            &ToolListFilter {
+                integration: Some(SLUG.into()),
+                ..ToolListFilter::default()
+            },
+        )
         .await?;
     eprintln!(
         "tools: {:?}",
@@ -130,7 +139,7 @@ async fn run() -> Result<(), Fail> {
             // Auth scenarios check the authorised session; calls are not their subject.
             _ => continue,
         };
-        call(&engine, &tool.name, args).await?;
+        call(&engine, &caller, &tool.name, args).await?;
     }
     Ok(())
 }
@@ -138,6 +147,7 @@ async fn run() -> Result<(), Fail> {
 /// Discovery, client registration, the authorization-code flow (or client credentials).
 async fn authorise(
     engine: &Engine,
+    caller: &Caller,
     url: &str,
     scenario: &str,
     context: &Value,
@@ -162,57 +172,66 @@ async fn authorise(
                 executor_engine::GRANT_AUTHORIZATION_CODE
             };
             engine
-                .put_oauth_client(OAuthClientInput {
-                    owner: Owner::Org,
-                    slug: "pre".into(),
-                    authorization_url: probe.authorization_url.clone(),
-                    token_url: probe.token_url.clone(),
-                    grant: grant.into(),
-                    client_id: client_id.into(),
-                    client_secret: context
-                        .get("client_secret")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    resource: probe.resource.clone(),
-                    origin_integration: Some(SLUG.into()),
-                    token_endpoint_auth_method: None,
-                })
+                .put_oauth_client(
+                    caller,
+                    OAuthClientInput {
+                        owner: Owner::Org,
+                        slug: "pre".into(),
+                        authorization_url: probe.authorization_url.clone(),
+                        token_url: probe.token_url.clone(),
+                        grant: grant.into(),
+                        client_id: client_id.into(),
+                        client_secret: context
+                            .get("client_secret")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        resource: probe.resource.clone(),
+                        origin_integration: Some(SLUG.into()),
+                        token_endpoint_auth_method: None,
+                    },
+                )
                 .await?
         }
         (None, Some(registration)) => {
             engine
-                .register_dynamic_client(RegisterDynamicClient {
-                    owner: Owner::Org,
-                    slug: None,
-                    issuer: probe.issuer.clone(),
-                    registration_endpoint: registration.clone(),
-                    authorization_url: probe.authorization_url.clone(),
-                    token_url: probe.token_url.clone(),
-                    resource: probe.resource.clone(),
-                    scopes: Vec::new(),
-                    token_endpoint_auth_methods_supported: probe
-                        .token_endpoint_auth_methods_supported
-                        .clone(),
-                    client_name: None,
-                    redirect_uri: REDIRECT_URI.into(),
-                    origin_integration: Some(SLUG.into()),
-                })
+                .register_dynamic_client(
+                    caller,
+                    RegisterDynamicClient {
+                        owner: Owner::Org,
+                        slug: None,
+                        issuer: probe.issuer.clone(),
+                        registration_endpoint: registration.clone(),
+                        authorization_url: probe.authorization_url.clone(),
+                        token_url: probe.token_url.clone(),
+                        resource: probe.resource.clone(),
+                        scopes: Vec::new(),
+                        token_endpoint_auth_methods_supported: probe
+                            .token_endpoint_auth_methods_supported
+                            .clone(),
+                        client_name: None,
+                        redirect_uri: REDIRECT_URI.into(),
+                        origin_integration: Some(SLUG.into()),
+                    },
+                )
                 .await?
         }
         (None, None) => return Err(Fail("no registration endpoint and no client".into())),
     };
     let started = engine
-        .start_oauth(OAuthStart {
-            client,
-            client_owner: Owner::Org,
-            owner: Owner::Org,
-            name: "main".into(),
-            integration: SLUG.into(),
-            template: "oauth2".into(),
-            identity_label: None,
-            redirect_uri: REDIRECT_URI.into(),
-            scopes: Vec::new(),
-        })
+        .start_oauth(
+            caller,
+            OAuthStart {
+                client,
+                client_owner: Owner::Org,
+                owner: Owner::Org,
+                name: "main".into(),
+                integration: SLUG.into(),
+                template: "oauth2".into(),
+                identity_label: None,
+                redirect_uri: REDIRECT_URI.into(),
+                scopes: Vec::new(),
+            },
+        )
         .await?;
     let (authorization_url, state) = match started {
         OAuthStarted::Connected(_) => return Ok(()),
@@ -255,14 +274,14 @@ async fn authorise(
             "the authorization server returned another state".into(),
         ));
     }
-    engine.complete_oauth(&state, &code).await?;
+    engine.complete_oauth(caller, &state, &code).await?;
     Ok(())
 }
 
 /// Calls one tool from an execution, accepting every elicitation with no content.
-async fn call(engine: &Engine, tool: &str, args: &str) -> Result<(), Fail> {
+async fn call(engine: &Engine, caller: &Caller, tool: &str, args: &str) -> Result<(), Fail> {
     let code = format!("return await tools.{SLUG}.org.main.{tool}({args})");
-    let mut outcome = engine.execute(code, true).await?;
+    let mut outcome = engine.execute(caller, code, true).await?;
     loop {
         match outcome {
             ExecutionOutcome::Completed(done) => {
@@ -275,7 +294,7 @@ async fn call(engine: &Engine, tool: &str, args: &str) -> Result<(), Fail> {
                     paused.text.lines().next().unwrap_or("")
                 );
                 outcome = engine
-                    .resume(&paused.execution_id, ResumeAction::Accept, None)
+                    .resume(caller, &paused.execution_id, ResumeAction::Accept, None)
                     .await?;
             }
         }

@@ -49,7 +49,8 @@ impl Default for CallLimitsConfig {
 /// The limits and the slots of each integration.
 pub(crate) struct CallLimits {
     pub(crate) config: CallLimitsConfig,
-    slots: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// By tenant, then integration slug: one tenant's hanging upstream never takes another's.
+    slots: Mutex<HashMap<String, HashMap<String, Arc<Semaphore>>>>,
 }
 
 impl CallLimits {
@@ -66,12 +67,21 @@ impl CallLimits {
     /// A slot of `integration`, waiting up to the slot wait for one; else `integration_busy`.
     /// An integration whose calls hang holds at most its own slots, so executions that call it
     /// fail fast and end instead of piling up behind it.
-    pub(crate) async fn slot(&self, integration: &str) -> Result<OwnedSemaphorePermit, ToolError> {
+    pub(crate) async fn slot(
+        &self,
+        tenant: &str,
+        integration: &str,
+    ) -> Result<OwnedSemaphorePermit, ToolError> {
         let semaphore = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            match slots.get(integration) {
+            match slots
+                .get(tenant)
+                .and_then(|of_tenant| of_tenant.get(integration))
+            {
                 Some(semaphore) => semaphore.clone(),
                 None => slots
+                    .entry(tenant.to_owned())
+                    .or_default()
                     .entry(integration.to_owned())
                     .or_insert_with(|| Arc::new(Semaphore::new(self.config.per_integration)))
                     .clone(),
@@ -217,13 +227,14 @@ mod tests {
     #[tokio::test]
     async fn an_integration_holds_only_its_own_slots() {
         let limits = limits(2, 10);
-        let a1 = limits.slot("a").await.unwrap();
-        let _a2 = limits.slot("a").await.unwrap();
-        let busy = limits.slot("a").await.unwrap_err();
+        let a1 = limits.slot("t", "a").await.unwrap();
+        let _a2 = limits.slot("t", "a").await.unwrap();
+        let busy = limits.slot("t", "a").await.unwrap_err();
         assert_eq!(busy.code, "integration_busy");
-        // Another integration is not affected.
-        let _b = limits.slot("b").await.unwrap();
+        // Another integration is not affected, nor another tenant's of the same slug.
+        let _b = limits.slot("t", "b").await.unwrap();
+        let _other_tenant = limits.slot("u", "a").await.unwrap();
         drop(a1);
-        let _again = limits.slot("a").await.unwrap();
+        let _again = limits.slot("t", "a").await.unwrap();
     }
 }

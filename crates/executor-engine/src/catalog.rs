@@ -12,6 +12,7 @@ use executor_store::{ConnectionKey, ConnectionRecord, IntegrationRecord, ToolFil
 use serde_json::Value;
 
 use crate::Engine;
+use crate::caller::{Caller, RowsKey};
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::Kind;
 
@@ -254,24 +255,41 @@ pub(crate) fn connection_name(raw: &str) -> EngineResult<String> {
 }
 
 impl Engine {
-    /// Closes the downstream sessions of an integration's connections (their labels start with
-    /// `<slug>/`): a removed or reconfigured integration's sessions must not serve another call.
-    pub(crate) async fn close_integration_sessions(&self, slug: &str) {
-        let prefix = format!("{slug}/");
+    /// Closes the downstream sessions of the tenant's connections of an integration, every
+    /// subject's: a removed or reconfigured integration's sessions must not serve another call.
+    pub(crate) async fn close_integration_sessions(&self, caller: &Caller, slug: &str) {
+        let tenant = caller.tenant().to_owned();
+        let slug = slug.to_owned();
         self.inner
             .mcp
-            .close_where(move |label| label.starts_with(&prefix))
+            .close_where(move |label| {
+                parse_session_label(label)
+                    .is_some_and(|(scope, key)| scope.tenant == tenant && key.integration == slug)
+            })
+            .await;
+    }
+
+    /// Closes the downstream sessions of one connection: every subject's for an org
+    /// connection, the caller's for their own.
+    pub(crate) async fn close_connection_sessions(&self, caller: &Caller, key: &ConnectionKey) {
+        let owner = caller.scope().clone();
+        let key = key.clone();
+        self.inner
+            .mcp
+            .close_where(move |label| {
+                parse_session_label(label).is_some_and(|(scope, k)| {
+                    scope.tenant == owner.tenant
+                        && k == key
+                        && (k.owner == Owner::Org || scope.subject == owner.subject)
+                })
+            })
             .await;
     }
 
     // ---- integrations -------------------------------------------------------------------
 
-    pub async fn list_integrations(&self) -> EngineResult<Vec<IntegrationView>> {
-        let records = self
-            .inner
-            .store
-            .list_integrations(&self.inner.scope)
-            .await?;
+    pub async fn list_integrations(&self, caller: &Caller) -> EngineResult<Vec<IntegrationView>> {
+        let records = self.inner.store.list_integrations(caller.scope()).await?;
         let mut out = Vec::with_capacity(records.len() + 1);
         out.push(IntegrationView::builtin());
         out.extend(
@@ -283,19 +301,27 @@ impl Engine {
         Ok(out)
     }
 
-    pub async fn get_integration(&self, slug: &str) -> EngineResult<IntegrationView> {
+    pub async fn get_integration(
+        &self,
+        caller: &Caller,
+        slug: &str,
+    ) -> EngineResult<IntegrationView> {
         if slug == BUILTIN_INTEGRATION {
             return Ok(IntegrationView::builtin());
         }
-        self.integration_record(slug)
+        self.integration_record(caller, slug)
             .await
             .map(|r| IntegrationView::from_record(&r))
     }
 
-    pub(crate) async fn integration_record(&self, slug: &str) -> EngineResult<IntegrationRecord> {
+    pub(crate) async fn integration_record(
+        &self,
+        caller: &Caller,
+        slug: &str,
+    ) -> EngineResult<IntegrationRecord> {
         self.inner
             .store
-            .get_integration(&self.inner.scope, slug)
+            .get_integration(caller.scope(), slug)
             .await?
             .ok_or_else(|| EngineError::IntegrationNotFound {
                 slug: slug.to_owned(),
@@ -304,6 +330,7 @@ impl Engine {
 
     pub async fn update_integration(
         &self,
+        caller: &Caller,
         slug: &str,
         name: Option<String>,
         description: Option<String>,
@@ -317,7 +344,7 @@ impl Engine {
         let updated = self
             .inner
             .store
-            .update_integration_meta(&self.inner.scope, slug, name, description)
+            .update_integration_meta(caller.scope(), slug, name, description)
             .await?
             .ok_or_else(|| EngineError::IntegrationNotFound {
                 slug: slug.to_owned(),
@@ -328,13 +355,13 @@ impl Engine {
     /// Removes an integration with its connections and tools, and closes its downstream
     /// sessions. An unknown slug is `IntegrationNotFound` and the built-in one
     /// `IntegrationRemovalNotAllowed` (issue #17: answering `removed` for them hid typos).
-    pub async fn remove_integration(&self, slug: &str) -> EngineResult<()> {
+    pub async fn remove_integration(&self, caller: &Caller, slug: &str) -> EngineResult<()> {
         if slug == BUILTIN_INTEGRATION {
             return Err(EngineError::IntegrationRemovalNotAllowed {
                 slug: slug.to_owned(),
             });
         }
-        let record = self.integration_record(slug).await?;
+        let record = self.integration_record(caller, slug).await?;
         if !record.can_remove {
             return Err(EngineError::IntegrationRemovalNotAllowed {
                 slug: slug.to_owned(),
@@ -343,19 +370,19 @@ impl Engine {
         let connections = self
             .inner
             .store
-            .list_connections(&self.inner.scope, Some(slug), None)
+            .list_connections(caller.scope(), Some(slug), None)
             .await?;
         self.inner
             .store
-            .delete_integration(&self.inner.scope, slug)
+            .delete_integration(caller.scope(), slug)
             .await?;
         for connection in &connections {
-            self.delete_owned_items(connection).await?;
+            self.delete_owned_items(caller, connection).await?;
         }
         if record.plugin_id == crate::mcp_plugin::PLUGIN_ID {
-            crate::mcp_plugin::forget_static_values(&self.inner, &record).await?;
+            crate::mcp_plugin::forget_static_values(&self.inner, caller, &record).await?;
         }
-        self.close_integration_sessions(slug).await;
+        self.close_integration_sessions(caller, slug).await;
         self.catalog_changed();
         Ok(())
     }
@@ -364,20 +391,25 @@ impl Engine {
 
     pub async fn list_connections(
         &self,
+        caller: &Caller,
         integration: Option<&str>,
         owner: Option<Owner>,
     ) -> EngineResult<Vec<ConnectionRecord>> {
         Ok(self
             .inner
             .store
-            .list_connections(&self.inner.scope, integration, owner)
+            .list_connections(caller.scope(), integration, owner)
             .await?)
     }
 
-    pub async fn get_connection(&self, key: &ConnectionKey) -> EngineResult<ConnectionRecord> {
+    pub async fn get_connection(
+        &self,
+        caller: &Caller,
+        key: &ConnectionKey,
+    ) -> EngineResult<ConnectionRecord> {
         self.inner
             .store
-            .get_connection(&self.inner.scope, key)
+            .get_connection(caller.scope(), key)
             .await?
             .ok_or_else(|| connection_not_found(key))
     }
@@ -389,10 +421,11 @@ impl Engine {
     /// ([`Engine::discard_interrupted_creates`]).
     pub async fn create_connection(
         &self,
+        caller: &Caller,
         input: ConnectionInput,
     ) -> EngineResult<ConnectionRecord> {
-        let integration = self.integration_record(&input.integration).await?;
-        if input.owner == Owner::User && self.inner.scope.subject.is_none() {
+        let integration = self.integration_record(caller, &input.integration).await?;
+        if input.owner == Owner::User && caller.scope().subject.is_none() {
             return Err(EngineError::InvalidConnectionInput {
                 message: "Cannot create a personal connection: this context has no user subject."
                     .to_owned(),
@@ -438,7 +471,7 @@ impl Engine {
         let mut item_ids = serde_json::Map::new();
         let (provider, pasted) = match input.origin.resolve(&input.template)? {
             ResolvedInputs::Pasted(values) => {
-                let provider = providers.default_writable()?;
+                let provider = providers.default_writable(caller)?;
                 for variable in values.keys() {
                     let item = format!("{item_prefix}:{variable}");
                     item_ids.insert(variable.clone(), Value::String(item));
@@ -446,7 +479,7 @@ impl Engine {
                 (provider, values)
             }
             ResolvedInputs::External { provider, items } => {
-                let provider = providers.get(&provider).ok_or_else(|| {
+                let provider = providers.get(caller, &provider).ok_or_else(|| {
                     EngineError::CredentialProviderNotRegistered {
                         provider: provider.clone(),
                     }
@@ -475,21 +508,18 @@ impl Engine {
             oauth: None,
         };
         let store = &self.inner.store;
-        let replacing = input.replace
-            && store
-                .get_connection(&self.inner.scope, &key)
-                .await?
-                .is_some();
+        let replacing =
+            input.replace && store.get_connection(caller.scope(), &key).await?.is_some();
         if replacing {
             for (variable, value) in &pasted {
                 provider
-                    .put(&format!("{item_prefix}:{variable}"), value)
+                    .put(caller.scope(), &format!("{item_prefix}:{variable}"), value)
                     .await?;
             }
-            store.upsert_connection(&self.inner.scope, &record).await?;
+            store.upsert_connection(caller.scope(), &record).await?;
         } else {
             // The row first: a taken name must not overwrite the other connection's values.
-            match store.insert_connection(&self.inner.scope, &record).await {
+            match store.insert_connection(caller.scope(), &record).await {
                 Ok(_) => {}
                 Err(executor_store::StoreError::AlreadyExists) => {
                     return Err(EngineError::ConnectionAlreadyExists {
@@ -503,59 +533,58 @@ impl Engine {
             let written = async {
                 for (variable, value) in &pasted {
                     provider
-                        .put(&format!("{item_prefix}:{variable}"), value)
+                        .put(caller.scope(), &format!("{item_prefix}:{variable}"), value)
                         .await?;
                 }
                 Ok::<_, EngineError>(())
             }
             .await;
             if let Err(e) = written {
-                self.undo_create(&key, &record).await;
+                self.undo_create(caller, &key, &record).await;
                 return Err(e);
             }
         }
         // A re-saved connection may carry other credentials: its old sessions must not be reused.
-        let label = session_label(&key);
-        self.inner.mcp.close_where(move |l| l == label).await;
-        if let Err(e) = self.produce_tools(&integration, &key).await {
+        self.close_connection_sessions(caller, &key).await;
+        if let Err(e) = self.produce_tools(caller, &integration, &key).await {
             if !replacing {
-                self.undo_create(&key, &record).await;
+                self.undo_create(caller, &key, &record).await;
             }
             return Err(e);
         }
         self.catalog_changed();
-        self.get_connection(&key).await
+        self.get_connection(caller, &key).await
     }
 
     /// Removes a connection whose create failed after its row was written.
-    async fn undo_create(&self, key: &ConnectionKey, record: &ConnectionRecord) {
+    async fn undo_create(&self, caller: &Caller, key: &ConnectionKey, record: &ConnectionRecord) {
         if let Err(e) = self
             .inner
             .store
-            .delete_connection(&self.inner.scope, key)
+            .delete_connection(caller.scope(), key)
             .await
         {
-            tracing::warn!(error = %e, connection = %session_label(key), "could not undo a failed create");
+            tracing::warn!(error = %e, connection = %connection_path(key), "could not undo a failed create");
         }
-        if let Err(e) = self.delete_owned_items(record).await {
-            tracing::warn!(error = %e, connection = %session_label(key), "could not delete a failed create's values");
+        if let Err(e) = self.delete_owned_items(caller, record).await {
+            tracing::warn!(error = %e, connection = %connection_path(key), "could not delete a failed create's values");
         }
     }
 
     /// Undoes the creates a previous process never answered (it died while producing their
     /// tools): their rows and the values they wrote. Run at start, before serving.
-    pub async fn discard_interrupted_creates(&self) -> EngineResult<usize> {
+    pub async fn discard_interrupted_creates(&self, caller: &Caller) -> EngineResult<usize> {
         let taken = self
             .inner
             .store
-            .take_pending_connections(&self.inner.scope)
+            .take_pending_connections(caller.scope())
             .await?;
         for record in &taken {
             tracing::warn!(
-                connection = %session_label(&record.key()),
+                connection = %connection_path(&record.key()),
                 "removed a connection whose create was interrupted (never acknowledged)"
             );
-            self.delete_owned_items(record).await?;
+            self.delete_owned_items(caller, record).await?;
         }
         if !taken.is_empty() {
             self.catalog_changed();
@@ -565,6 +594,7 @@ impl Engine {
 
     pub async fn update_connection(
         &self,
+        caller: &Caller,
         key: &ConnectionKey,
         description: Option<Option<String>>,
         identity_label: Option<Option<String>>,
@@ -581,20 +611,23 @@ impl Engine {
         )?;
         self.inner
             .store
-            .update_connection_meta(&self.inner.scope, key, description, identity_label)
+            .update_connection_meta(caller.scope(), key, description, identity_label)
             .await?
             .ok_or_else(|| connection_not_found(key))
     }
 
-    pub async fn remove_connection(&self, key: &ConnectionKey) -> EngineResult<()> {
-        let record = self.get_connection(key).await?;
+    pub async fn remove_connection(
+        &self,
+        caller: &Caller,
+        key: &ConnectionKey,
+    ) -> EngineResult<()> {
+        let record = self.get_connection(caller, key).await?;
         self.inner
             .store
-            .delete_connection(&self.inner.scope, key)
+            .delete_connection(caller.scope(), key)
             .await?;
-        self.delete_owned_items(&record).await?;
-        let label = session_label(key);
-        self.inner.mcp.close_where(move |l| l == label).await;
+        self.delete_owned_items(caller, &record).await?;
+        self.close_connection_sessions(caller, key).await;
         self.catalog_changed();
         Ok(())
     }
@@ -602,8 +635,12 @@ impl Engine {
     /// Deletes the values a connection wrote (its pasted values, item ids
     /// `connection:<owner>:<integration>:<name>:<variable>`) from its provider. Items it only
     /// references (`from`) belong to the user and stay.
-    async fn delete_owned_items(&self, connection: &ConnectionRecord) -> EngineResult<()> {
-        let Some(provider) = self.inner.providers.get(&connection.provider) else {
+    async fn delete_owned_items(
+        &self,
+        caller: &Caller,
+        connection: &ConnectionRecord,
+    ) -> EngineResult<()> {
+        let Some(provider) = self.inner.providers.get(caller, &connection.provider) else {
             return Ok(());
         };
         let prefix = format!(
@@ -612,25 +649,32 @@ impl Engine {
         );
         for item in item_ids(&connection.item_ids).values() {
             if item.starts_with(&prefix) {
-                provider.delete(item).await?;
+                provider.delete(caller.scope(), item).await?;
             }
         }
         Ok(())
     }
 
     /// Re-produces a connection's tools and returns the new list.
-    pub async fn refresh_connection(&self, key: &ConnectionKey) -> EngineResult<Vec<ToolSummary>> {
-        self.get_connection(key).await?;
-        let integration = self.integration_record(&key.integration).await?;
-        self.produce_tools(&integration, key).await?;
+    pub async fn refresh_connection(
+        &self,
+        caller: &Caller,
+        key: &ConnectionKey,
+    ) -> EngineResult<Vec<ToolSummary>> {
+        self.get_connection(caller, key).await?;
+        let integration = self.integration_record(caller, &key.integration).await?;
+        self.produce_tools(caller, &integration, key).await?;
         self.catalog_changed();
-        self.list_tools(&ToolListFilter {
-            integration: Some(key.integration.clone()),
-            owner: Some(key.owner),
-            connection: Some(key.name.clone()),
-            query: None,
-            exclude_blocked: false,
-        })
+        self.list_tools(
+            caller,
+            &ToolListFilter {
+                integration: Some(key.integration.clone()),
+                owner: Some(key.owner),
+                connection: Some(key.name.clone()),
+                query: None,
+                exclude_blocked: false,
+            },
+        )
         .await
     }
 
@@ -638,30 +682,33 @@ impl Engine {
     /// previous catalog and records why on the connection's health.
     pub(crate) async fn produce_tools(
         &self,
+        caller: &Caller,
         integration: &IntegrationRecord,
         key: &ConnectionKey,
     ) -> EngineResult<()> {
-        self.produce(integration, key, false).await
+        self.produce(caller, integration, key, false).await
     }
 
     /// A background re-sync: an empty list where tools existed keeps the old catalog, since a
     /// remote server that briefly lists nothing should not wipe what agents rely on.
     async fn produce_tools_in_background(
         &self,
+        caller: &Caller,
         integration: &IntegrationRecord,
         key: &ConnectionKey,
     ) -> EngineResult<()> {
-        self.produce(integration, key, true).await
+        self.produce(caller, integration, key, true).await
     }
 
     async fn produce(
         &self,
+        caller: &Caller,
         integration: &IntegrationRecord,
         key: &ConnectionKey,
         background: bool,
     ) -> EngineResult<()> {
         let produced = match Kind::of(&integration.plugin_id) {
-            Some(kind) => kind.produce(&self.inner, integration, key).await,
+            Some(kind) => kind.produce(&self.inner, caller, integration, key).await,
             None => Err(format!(
                 "no integration kind {:?} in this build",
                 integration.plugin_id
@@ -673,7 +720,7 @@ impl Engine {
                     .inner
                     .store
                     .list_tools(
-                        &self.inner.scope,
+                        caller.scope(),
                         &ToolFilter {
                             integration: Some(key.integration.clone()),
                             owner: Some(key.owner),
@@ -694,19 +741,14 @@ impl Engine {
             Ok(produced) => {
                 self.inner
                     .store
-                    .replace_tools(
-                        &self.inner.scope,
-                        key,
-                        &produced.tools,
-                        &produced.definitions,
-                    )
+                    .replace_tools(caller.scope(), key, &produced.tools, &produced.definitions)
                     .await?
             }
             Err(reason) => {
                 tracing::warn!(integration = %key.integration, connection = %key.name, %reason, "tool sync failed");
                 self.inner
                     .store
-                    .mark_sync_failed(&self.inner.scope, key, &reason)
+                    .mark_sync_failed(caller.scope(), key, &reason)
                     .await?
             }
         }
@@ -719,9 +761,13 @@ impl Engine {
 
     /// Static tools first, then every connection's tools. Stale catalogs are refreshed in the
     /// background; this answers at once with the last good catalog.
-    pub async fn list_tools(&self, filter: &ToolListFilter) -> EngineResult<Vec<ToolSummary>> {
-        self.refresh_stale_catalogs();
-        let static_owner = if self.inner.scope.subject.is_some() {
+    pub async fn list_tools(
+        &self,
+        caller: &Caller,
+        filter: &ToolListFilter,
+    ) -> EngineResult<Vec<ToolSummary>> {
+        self.refresh_stale_catalogs(caller);
+        let static_owner = if caller.scope().subject.is_some() {
             Owner::User
         } else {
             Owner::Org
@@ -751,7 +797,7 @@ impl Engine {
             self.inner
                 .store
                 .list_tools(
-                    &self.inner.scope,
+                    caller.scope(),
                     &ToolFilter {
                         integration: filter.integration.clone(),
                         owner: filter.owner,
@@ -762,7 +808,7 @@ impl Engine {
                 .await?,
         );
         if filter.exclude_blocked {
-            let policies = self.policy_set().await?;
+            let policies = self.policy_set(caller).await?;
             out.retain(|t| {
                 let id = if t.connection == crate::STATIC_TOOL_CONNECTION
                     && t.integration == BUILTIN_INTEGRATION
@@ -780,39 +826,23 @@ impl Engine {
     /// Starts background refreshes of connections whose catalog is stale (marked by a
     /// `list_changed`, never synced) or older than the remote-catalog TTL. Concurrent, one per
     /// connection at a time, checked at most once a second; never waited for.
-    pub(crate) fn refresh_stale_catalogs(&self) {
+    pub(crate) fn refresh_stale_catalogs(&self, caller: &Caller) {
         let now = now_ms();
-        let last = self
-            .inner
-            .freshness
-            .last_check
-            .load(std::sync::atomic::Ordering::Relaxed);
-        if now - last < 1_000
-            || self
-                .inner
-                .freshness
-                .last_check
-                .compare_exchange(
-                    last,
-                    now,
-                    std::sync::atomic::Ordering::AcqRel,
-                    std::sync::atomic::Ordering::Relaxed,
-                )
-                .is_err()
         {
-            return;
+            let mut checked = lock(&self.inner.freshness.last_check);
+            let last = checked.entry(caller.rows_key()).or_insert(0);
+            if now - *last < 1_000 {
+                return;
+            }
+            *last = now;
         }
         let engine = self.clone();
+        let caller = caller.clone();
         self.inner.io.spawn(async move {
+            let caller = &caller;
             let (connections, integrations) = match tokio::try_join!(
-                engine.list_connections(None, None),
-                async {
-                    Ok(engine
-                        .inner
-                        .store
-                        .list_integrations(&engine.inner.scope)
-                        .await?)
-                }
+                engine.list_connections(caller, None, None),
+                async { Ok(engine.inner.store.list_integrations(caller.scope()).await?) }
             ) {
                 Ok(both) => both,
                 Err(e) => return tracing::warn!(error = %e, "could not check catalog freshness"),
@@ -841,19 +871,22 @@ impl Engine {
                     integration: connection.integration.clone(),
                     name: connection.name.clone(),
                 };
-                if !lock(&engine.inner.freshness.in_flight).insert(key.clone()) {
+                let flight = (caller.rows_key(), key.clone());
+                if !lock(&engine.inner.freshness.in_flight).insert(flight.clone()) {
                     continue;
                 }
                 let engine = engine.clone();
+                let caller = caller.clone();
                 engine.inner.io.clone().spawn(async move {
-                    let result = match engine.integration_record(&key.integration).await {
-                        Ok(integration) => engine.produce_tools_in_background(&integration, &key).await,
+                    let caller = &caller;
+                    let result = match engine.integration_record(caller, &key.integration).await {
+                        Ok(integration) => engine.produce_tools_in_background(caller, &integration, &key).await,
                         Err(e) => Err(e),
                     };
                     if let Err(e) = result {
-                        tracing::warn!(error = %e, connection = %session_label(&key), "background catalog refresh failed");
+                        tracing::warn!(error = %e, connection = %connection_path(&key), "background catalog refresh failed");
                     }
-                    lock(&engine.inner.freshness.in_flight).remove(&key);
+                    lock(&engine.inner.freshness.in_flight).remove(&flight);
                 });
             }
         });
@@ -861,7 +894,7 @@ impl Engine {
 
     /// A tool's schemas, shared definitions and TypeScript previews; `ToolNotFound` for unknown
     /// addresses. Takes a dynamic address (`tools.…`) or a static fqid (`executor.coreTools.…`).
-    pub async fn tool_schema(&self, address: &str) -> EngineResult<ToolSchema> {
+    pub async fn tool_schema(&self, caller: &Caller, address: &str) -> EngineResult<ToolSchema> {
         let not_found = || EngineError::ToolNotFound {
             address: address.to_owned(),
             suggestions: Vec::new(),
@@ -869,7 +902,7 @@ impl Engine {
         let blocked = |id: &str, set: &executor_core::policy::PolicySet| {
             set.resolve(id, false).action() == executor_core::policy::PolicyAction::Block
         };
-        let policies = self.policy_set().await?;
+        let policies = self.policy_set(caller).await?;
         if let Some(tool) = crate::builtins::static_tool(address) {
             if blocked(tool.fqid, &policies) {
                 return Err(not_found());
@@ -893,14 +926,14 @@ impl Engine {
         let tool = self
             .inner
             .store
-            .get_tool(&self.inner.scope, &parsed)
+            .get_tool(caller.scope(), &parsed)
             .await?
             .ok_or_else(not_found)?;
         let definitions = self
             .inner
             .store
             .tool_definitions(
-                &self.inner.scope,
+                caller.scope(),
                 &ConnectionKey {
                     owner: parsed.owner,
                     integration: parsed.integration.clone(),
@@ -948,17 +981,60 @@ const REMOTE_CATALOG_TTL_MS: i64 = 15 * 60 * 1000;
 /// Bookkeeping of background catalog refreshes.
 #[derive(Default)]
 pub(crate) struct Freshness {
-    last_check: std::sync::atomic::AtomicI64,
-    in_flight: std::sync::Mutex<std::collections::HashSet<ConnectionKey>>,
+    /// When each tenant and subject's catalog was last looked over (epoch ms).
+    last_check: std::sync::Mutex<std::collections::HashMap<RowsKey, i64>>,
+    in_flight: std::sync::Mutex<std::collections::HashSet<(RowsKey, ConnectionKey)>>,
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Pool label of a connection's downstream sessions: `<integration>/<owner>/<name>`.
-pub(crate) fn session_label(key: &ConnectionKey) -> String {
+/// How messages and logs name a connection: `<integration>/<owner>/<name>`.
+pub(crate) fn connection_path(key: &ConnectionKey) -> String {
     format!("{}/{}/{}", key.integration, key.owner, key.name)
+}
+
+/// Pool label of a connection's downstream sessions for one caller's scope:
+/// `<tenant>/<subject>/<integration>/<owner>/<name>`, tenant and subject percent-encoded. The
+/// scope is part of it so that no session (and no state a stateful server keeps in it) passes
+/// from one tenant or user to another, even for an org connection with the same credentials.
+pub(crate) fn session_label(scope: &executor_store::Scope, key: &ConnectionKey) -> String {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    let subject = scope.subject.as_deref().unwrap_or("");
+    format!(
+        "{}/{}/{}/{}/{}",
+        utf8_percent_encode(&scope.tenant, NON_ALPHANUMERIC),
+        utf8_percent_encode(subject, NON_ALPHANUMERIC),
+        key.integration,
+        key.owner,
+        key.name
+    )
+}
+
+/// The scope and connection of a [`session_label`].
+pub(crate) fn parse_session_label(label: &str) -> Option<(executor_store::Scope, ConnectionKey)> {
+    let mut parts = label.splitn(5, '/');
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .ok()
+            .map(|s| s.into_owned())
+    };
+    let tenant = decode(parts.next()?)?;
+    let subject = decode(parts.next()?)?;
+    let integration = parts.next()?.to_owned();
+    let owner = parts.next()?.parse().ok()?;
+    let name = parts.next()?.to_owned();
+    let scope = executor_store::Scope::new(tenant, (!subject.is_empty()).then_some(subject));
+    Some((
+        scope,
+        ConnectionKey {
+            owner,
+            integration,
+            name,
+        },
+    ))
 }
 
 pub(crate) fn connection_not_found(key: &ConnectionKey) -> EngineError {
@@ -986,6 +1062,7 @@ impl Engine {
     /// changed; a taken slug is `IntegrationAlreadyExists`.
     pub(crate) async fn insert_new_integration(
         &self,
+        caller: &Caller,
         slug: &str,
         plugin_id: &str,
         name: String,
@@ -1010,7 +1087,7 @@ impl Engine {
         match self
             .inner
             .store
-            .insert_integration(&self.inner.scope, &record)
+            .insert_integration(caller.scope(), &record)
             .await
         {
             Ok(()) => {

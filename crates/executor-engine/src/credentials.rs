@@ -8,7 +8,8 @@ use executor_core::auth::{AuthMethod, Rendered, render, select_method};
 use executor_store::{ConnectionKey, ConnectionRecord};
 
 use crate::Inner;
-use crate::catalog::session_label;
+use crate::caller::Caller;
+use crate::catalog::connection_path;
 use crate::error::EngineResult;
 
 /// What a connection brings to a request.
@@ -25,22 +26,27 @@ pub(crate) struct Credentials {
 /// failed).
 pub(crate) async fn resolve(
     inner: &Inner,
+    caller: &Caller,
     methods: &[AuthMethod],
     key: &ConnectionKey,
 ) -> EngineResult<Result<Credentials, Box<ToolError>>> {
     let connection = inner
         .store
-        .get_connection(&inner.scope, key)
+        .get_connection(caller.scope(), key)
         .await?
         .ok_or_else(|| crate::catalog::connection_not_found(key))?;
     let oauth = crate::oauth::is_oauth(methods, &connection.template);
     if oauth {
         // Refreshes a token about to expire (one refresh per connection in flight).
-        if let Err(e) = crate::oauth::ensure_fresh(inner, key).await? {
+        if let Err(e) = crate::oauth::ensure_fresh(inner, caller, key).await? {
             return Ok(Err(e));
         }
     }
-    let Some(values) = inner.providers.connection_values(&connection).await? else {
+    let Some(values) = inner
+        .providers
+        .connection_values(caller, &connection)
+        .await?
+    else {
         return Ok(Err(Box::new(provider_unavailable(
             key,
             &connection.provider,
@@ -82,7 +88,7 @@ fn missing_values(key: &ConnectionKey, missing: &[String]) -> ToolError {
         "connection_value_missing",
         format!(
             "Connection {} has no value for {}.",
-            session_label(key),
+            connection_path(key),
             missing.join(", ")
         ),
     )
@@ -101,7 +107,7 @@ fn provider_unavailable(key: &ConnectionKey, provider: &str) -> ToolError {
         "connection_value_missing",
         format!(
             "Connection {} reads its values from the credential provider {provider:?}, which is not available here.",
-            session_label(key)
+            connection_path(key)
         ),
     )
     .with_retryable(false)
@@ -118,7 +124,7 @@ fn oauth_missing(key: &ConnectionKey) -> ToolError {
         "oauth_connection_missing",
         format!(
             "Connection {} has no OAuth access token.",
-            session_label(key)
+            connection_path(key)
         ),
     )
     .with_retryable(false)

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::{OnceCell, oneshot};
 
 use crate::Inner;
+use crate::caller::Caller;
 use crate::execution::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 use crate::journal::{Journal, PauseSink};
 use crate::kinds::{Connected, Kind};
@@ -159,7 +160,10 @@ pub(crate) async fn dispatch(
     path: String,
     args: Value,
 ) -> HostReply {
-    if let Some(reply) = crate::builtins::dispatch_helper(&inner, &path, &args).await {
+    // The execution's caller: every read below is theirs.
+    let journal = ctx.journal.clone();
+    let caller = &journal.caller;
+    if let Some(reply) = crate::builtins::dispatch_helper(&inner, caller, &path, &args).await {
         return reply;
     }
     let engine = crate::Engine {
@@ -181,21 +185,21 @@ pub(crate) async fn dispatch(
         if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
             return reply;
         }
-        return crate::builtins::run_static(&engine, tool, &args).await;
+        return crate::builtins::run_static(&engine, caller, tool, &args).await;
     }
     let Some(address) = resolve_path(&path) else {
         // Not an integration address: an unknown helper or static tool.
         let leaf = path.rsplit('.').next().unwrap_or(&path);
-        let suggestions = engine.suggestions(leaf, None).await;
+        let suggestions = engine.suggestions(caller, leaf, None).await;
         return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
     };
-    let tool = match crate::tool_cache::get(&inner, &address).await {
+    let tool = match crate::tool_cache::get(&inner, caller, &address).await {
         Ok(Some(tool)) => tool,
         Ok(None) => {
-            if let Some(refused) = refused_at_sync(&inner, &address).await {
+            if let Some(refused) = refused_at_sync(&inner, caller, &address).await {
                 return HostReply::Resolve(ToolOutcome::Err(refused).to_json());
             }
-            let suggestions = suggestions(&inner, &address).await;
+            let suggestions = suggestions(&inner, caller, &address).await;
             return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
         }
         Err(e) => return HostReply::Reject(internal_tool_error(&e.to_string())),
@@ -214,14 +218,14 @@ pub(crate) async fn dispatch(
         address.integration.clone(),
         address.connection.clone(),
     );
-    let target = match connect(&inner, &ctx, &key, &tool.plugin_id).await {
+    let target = match connect(&inner, caller, &ctx, &key, &tool.plugin_id).await {
         Ok(Ok(t)) => t,
         Ok(Err(tool_error)) => return HostReply::Resolve(ToolOutcome::Err(*tool_error).to_json()),
         Err(cause) => return HostReply::Reject(internal_tool_error(&cause)),
     };
     let connected = &target.connected;
     // Before the gate: a call that must fail is not worth a person's approval.
-    if let Err(e) = connected.validate(&inner, &tool, &args).await {
+    if let Err(e) = connected.validate(caller, &inner, &tool, &args).await {
         return HostReply::Resolve(ToolOutcome::Err(*e).to_json());
     }
     let policy_id = address.path();
@@ -247,7 +251,7 @@ pub(crate) async fn dispatch(
         return reply;
     }
     // A 401 means the upstream did nothing: refresh the token once and call again.
-    match crate::oauth::refresh_after_rejection(&inner, &key, target.epoch).await {
+    match crate::oauth::refresh_after_rejection(&inner, caller, &key, target.epoch).await {
         Ok(None) => reply,
         Ok(Some(Err(tool_error))) => HostReply::Resolve(ToolOutcome::Err(*tool_error).to_json()),
         Err(e) => {
@@ -256,7 +260,7 @@ pub(crate) async fn dispatch(
         }
         Ok(Some(Ok(()))) => {
             forget_target(&ctx, &key, &target);
-            match connect(&inner, &ctx, &key, &tool.plugin_id).await {
+            match connect(&inner, caller, &ctx, &key, &tool.plugin_id).await {
                 Ok(Ok(fresh)) => {
                     fresh
                         .connected
@@ -296,6 +300,7 @@ fn forget_target(ctx: &ExecutionCtx, key: &ConnectionKey, used: &Target) {
 /// The connection, resolved by its kind once per execution.
 async fn connect(
     inner: &Arc<Inner>,
+    caller: &Caller,
     ctx: &ExecutionCtx,
     key: &ConnectionKey,
     plugin_id: &str,
@@ -306,9 +311,10 @@ async fn connect(
     let cell = lock(&ctx.targets).entry(key.clone()).or_default().clone();
     let resolved = cell
         .get_or_try_init(|| async {
-            let epoch = inner.oauth_refresh.epoch(key);
+            let epoch = inner.oauth_refresh.epoch(caller, key);
             // Resolved by an earlier execution since the catalog last changed: no store reads.
-            let (generation, cached) = inner.connection_cache.lookup(inner, key);
+            let cache_key = (caller.rows_key(), key.clone());
+            let (generation, cached) = inner.connection_cache.lookup(inner, &cache_key);
             if let Some(connected) = cached {
                 // Only vault-held, non-OAuth connections are cached.
                 return Ok::<_, String>(Ok(Target {
@@ -319,12 +325,12 @@ async fn connect(
             }
             let integration = inner
                 .store
-                .get_integration(&inner.scope, &key.integration)
+                .get_integration(caller.scope(), &key.integration)
                 .await
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("integration {} vanished", key.integration))?;
             let connected = kind
-                .connect(inner, &integration, key)
+                .connect(inner, caller, &integration, key)
                 .await
                 .map(|r| r.map(Arc::new))
                 .map_err(|e| e.to_string())?;
@@ -332,11 +338,11 @@ async fn connect(
                 Ok(c) => c,
                 Err(tool_error) => return Ok(Err(tool_error)),
             };
-            let (cacheable, oauth) = credential_lifetime(inner, key).await;
+            let (cacheable, oauth) = credential_lifetime(inner, caller, key).await;
             if cacheable && connected.shareable() {
                 inner
                     .connection_cache
-                    .insert(generation, key, connected.clone());
+                    .insert(generation, cache_key, connected.clone());
             }
             Ok(Ok(Target {
                 connected,
@@ -355,8 +361,8 @@ async fn connect(
 /// vault (whose writes move the generation). OAuth tokens expire and are refreshed at call time,
 /// and other providers (the user's `auth.json`, a keychain) change behind our back, so those
 /// connections are resolved again by every execution. `(cacheable, holds an OAuth token)`.
-async fn credential_lifetime(inner: &Inner, key: &ConnectionKey) -> (bool, bool) {
-    match inner.store.get_connection(&inner.scope, key).await {
+async fn credential_lifetime(inner: &Inner, caller: &Caller, key: &ConnectionKey) -> (bool, bool) {
+    match inner.store.get_connection(caller.scope(), key).await {
         Ok(Some(c)) => {
             let oauth = c.oauth.is_some();
             let cacheable =
@@ -417,7 +423,7 @@ impl Gate<'_> {
         args: &Value,
     ) -> Result<(), HostReply> {
         let set = engine
-            .policy_set()
+            .policy_set(&ctx.journal.caller)
             .await
             .map_err(|e| HostReply::Reject(internal_tool_error(&e.to_string())))?;
         let decision = set.resolve(self.policy_id, self.requires_approval);
@@ -506,7 +512,11 @@ fn declined(path: &str, how: &str) -> String {
 /// `connection_rejected` for a call into a connection that has no tools because the upstream
 /// refused its credentials when they were listed (a GraphQL endpoint that refuses the token's
 /// introspection, say): "tool not found" would send the agent looking for another name.
-async fn refused_at_sync(inner: &Inner, address: &ToolAddress) -> Option<ToolError> {
+async fn refused_at_sync(
+    inner: &Inner,
+    caller: &Caller,
+    address: &ToolAddress,
+) -> Option<ToolError> {
     let key = ConnectionKey::new(
         address.owner,
         address.integration.clone(),
@@ -514,7 +524,7 @@ async fn refused_at_sync(inner: &Inner, address: &ToolAddress) -> Option<ToolErr
     );
     let connection = inner
         .store
-        .get_connection(&inner.scope, &key)
+        .get_connection(caller.scope(), &key)
         .await
         .ok()??;
     let detail = connection.last_health.as_ref()?.get("detail")?.as_str()?;
@@ -527,7 +537,7 @@ async fn refused_at_sync(inner: &Inner, address: &ToolAddress) -> Option<ToolErr
         connection: Some(key.name.clone()),
         query: None,
     };
-    let tools = inner.store.list_tools(&inner.scope, &filter).await.ok()?;
+    let tools = inner.store.list_tools(caller.scope(), &filter).await.ok()?;
     tools
         .is_empty()
         .then(|| crate::credentials::rejected(&key.integration, status, "The upstream", detail))
@@ -545,14 +555,14 @@ fn tool_not_found(path: &str, suggestions: Vec<String>) -> ToolOutcome {
 
 /// Up to five tools of the same connection whose name or description mentions the leaf, else
 /// the connection's first five.
-async fn suggestions(inner: &Inner, address: &ToolAddress) -> Vec<String> {
+async fn suggestions(inner: &Inner, caller: &Caller, address: &ToolAddress) -> Vec<String> {
     let filter = ToolFilter {
         integration: Some(address.integration.clone()),
         owner: Some(address.owner),
         connection: Some(address.connection.clone()),
         query: None,
     };
-    let Ok(tools) = inner.store.list_tools(&inner.scope, &filter).await else {
+    let Ok(tools) = inner.store.list_tools(caller.scope(), &filter).await else {
         return Vec::new();
     };
     let leaf = address

@@ -17,11 +17,12 @@ use std::time::Duration;
 
 use executor_core::{Completed, format_completed, now_ms};
 use executor_sandbox::RunOptions;
-use executor_store::{ExecutionStatus, ExecutionSummary};
+use executor_store::{ExecutionStatus, ExecutionSummary, Scope};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 
+use crate::caller::Caller;
 use crate::dispatch::{ExecutionCtx, ExecutionHost};
 use crate::error::{EngineError, EngineResult};
 use crate::journal::{self, Event, Journal, PauseSink};
@@ -193,8 +194,10 @@ impl From<SharedError> for EngineError {
 #[derive(Default)]
 pub(crate) struct Registry {
     paused: Mutex<HashMap<String, PausedExecution>>,
-    settled: Mutex<VecDeque<(String, Completed)>>,
-    resuming: Mutex<HashMap<String, watch::Receiver<Shared>>>,
+    /// Recently settled saved executions, with the scope they belong to.
+    settled: Mutex<VecDeque<(String, Scope, Completed)>>,
+    /// Resumes in flight, with the scope of their execution.
+    resuming: Mutex<HashMap<String, (Scope, watch::Receiver<Shared>)>>,
     /// Executions left `running` by a previous process are failed once, before this process
     /// writes `running` itself.
     recovered: tokio::sync::OnceCell<()>,
@@ -229,19 +232,19 @@ impl Registry {
         }
     }
 
-    fn settle(&self, id: String, completed: Completed) {
+    fn settle(&self, id: String, scope: Scope, completed: Completed) {
         let mut settled = lock(&self.settled);
         if settled.len() >= SETTLED_KEEP {
             settled.pop_front();
         }
-        settled.push_back((id, completed));
+        settled.push_back((id, scope, completed));
     }
 
-    fn replay(&self, id: &str) -> Option<Completed> {
+    fn replay(&self, caller: &Caller, id: &str) -> Option<Completed> {
         lock(&self.settled)
             .iter()
-            .find(|(k, _)| k == id)
-            .map(|(_, c)| c.clone())
+            .find(|(k, scope, _)| k == id && caller.may_act_for(scope))
+            .map(|(_, _, c)| c.clone())
     }
 }
 
@@ -348,10 +351,11 @@ impl Engine {
     /// disconnected); once it has paused, the pause lives on for a resume.
     pub async fn execute(
         &self,
+        caller: &Caller,
         code: String,
         auto_approve: bool,
     ) -> EngineResult<ExecutionOutcome> {
-        self.execute_for_agent(code, auto_approve, AgentLink::default())
+        self.execute_for_agent(caller, code, auto_approve, AgentLink::default())
             .await
     }
 
@@ -361,13 +365,14 @@ impl Engine {
     /// after a restart nobody does.
     pub async fn execute_for_agent(
         &self,
+        caller: &Caller,
         code: String,
         auto_approve: bool,
         agent: AgentLink,
     ) -> EngineResult<ExecutionOutcome> {
         let admitted = self.inner.admission.admit().await?;
         let id = format!("exec_{}", uuid::Uuid::now_v7());
-        let journal = Journal::fresh(id, code, auto_approve);
+        let journal = Journal::fresh(id, caller.clone(), code, auto_approve);
         let live = self.start_admitted(journal, Some(admitted), agent);
         let mut guard = AbortUnlessAnswered(Some(live.task.clone()));
         let outcome = self.next_event(live).await;
@@ -441,7 +446,8 @@ impl Engine {
         match live.events.recv().await {
             Some((_, ExecEvent::Done(completed))) => {
                 if live.journal.is_persisted() {
-                    self.inner.executions.settle(id, completed.clone());
+                    let scope = live.journal.caller.scope().clone();
+                    self.inner.executions.settle(id, scope, completed.clone());
                 }
                 Ok(ExecutionOutcome::Completed(completed))
             }
@@ -485,7 +491,7 @@ impl Engine {
     }
 
     /// The pending interaction of a paused execution (live, or saved before a restart).
-    pub async fn paused_execution(&self, id: &str) -> EngineResult<Paused> {
+    pub async fn paused_execution(&self, caller: &Caller, id: &str) -> EngineResult<Paused> {
         let not_found = || EngineError::ExecutionNotFound {
             execution_id: id.to_owned(),
         };
@@ -493,7 +499,7 @@ impl Engine {
         {
             let paused = lock(&self.inner.executions.paused);
             if let Some(p) = paused.get(id) {
-                return if p.expires_at > now {
+                return if p.expires_at > now && caller.may_act_for(p.live.journal.caller.scope()) {
                     let deadline = Deadline {
                         expires_at: p.expires_at,
                         ttl: self.inner.pause_ttl,
@@ -511,12 +517,7 @@ impl Engine {
                 };
             }
         }
-        let Some(rec) = self
-            .inner
-            .store
-            .get_execution(&self.inner.scope, id)
-            .await?
-        else {
+        let Some(rec) = self.inner.store.get_execution(caller.scope(), id).await? else {
             return Err(not_found());
         };
         match (&rec.status, &rec.pending, rec.expires_at) {
@@ -537,6 +538,7 @@ impl Engine {
     /// that is already being resumed waits for and returns that resume's answer.
     pub async fn resume(
         &self,
+        caller: &Caller,
         id: &str,
         action: ResumeAction,
         content: Option<Value>,
@@ -545,10 +547,15 @@ impl Engine {
         let joined = {
             let mut resuming = lock(&registry.resuming);
             match resuming.get(id) {
-                Some(rx) => Err(rx.clone()),
+                Some((scope, _)) if !caller.may_act_for(scope) => {
+                    return Err(EngineError::ExecutionNotFound {
+                        execution_id: id.to_owned(),
+                    });
+                }
+                Some((_, rx)) => Err(rx.clone()),
                 None => {
                     let (tx, rx) = watch::channel(None);
-                    resuming.insert(id.to_owned(), rx);
+                    resuming.insert(id.to_owned(), (caller.scope().clone(), rx));
                     Ok(tx)
                 }
             }
@@ -563,11 +570,11 @@ impl Engine {
                     return answer.map_err(EngineError::from);
                 }
                 // It went away without an answer: look again.
-                return Box::pin(self.resume(id, action, content)).await;
+                return Box::pin(self.resume(caller, id, action, content)).await;
             }
         };
         let guard = ResumingGuard { registry, id };
-        let result = self.resume_once(id, action, content).await;
+        let result = self.resume_once(caller, id, action, content).await;
         let shared = match &result {
             Ok(outcome) => Ok(outcome.clone()),
             Err(e) => Err(SharedError::from(e)),
@@ -579,13 +586,20 @@ impl Engine {
 
     async fn resume_once(
         &self,
+        caller: &Caller,
         id: &str,
         action: ResumeAction,
         content: Option<Value>,
     ) -> EngineResult<ExecutionOutcome> {
         self.recover().await;
         let now = now_ms();
-        let taken = lock(&self.inner.executions.paused).remove(id);
+        let taken = {
+            let mut paused = lock(&self.inner.executions.paused);
+            match paused.get(id) {
+                Some(p) if caller.may_act_for(p.live.journal.caller.scope()) => paused.remove(id),
+                _ => None,
+            }
+        };
         if let Some(paused) = taken {
             if paused.expires_at <= now {
                 paused.abandon();
@@ -606,16 +620,17 @@ impl Engine {
             let _ = paused.current.respond.send((action, content));
             return self.next_event(paused.live).await;
         }
-        if let Some(completed) = self.inner.executions.replay(id) {
+        if let Some(completed) = self.inner.executions.replay(caller, id) {
             return Ok(ExecutionOutcome::Completed(completed));
         }
-        self.resume_stored(id, action, content, now).await
+        self.resume_stored(caller, id, action, content, now).await
     }
 
     /// Resumes an execution known only to the store (it paused before a restart), or answers
     /// with its stored outcome.
     async fn resume_stored(
         &self,
+        caller: &Caller,
         id: &str,
         action: ResumeAction,
         content: Option<Value>,
@@ -625,7 +640,7 @@ impl Engine {
             execution_id: id.to_owned(),
         };
         let store = &self.inner.store;
-        let Some(rec) = store.get_execution(&self.inner.scope, id).await? else {
+        let Some(rec) = store.get_execution(caller.scope(), id).await? else {
             return Err(not_found());
         };
         match rec.status {
@@ -646,14 +661,14 @@ impl Engine {
             }
             _ => {
                 if !store
-                    .claim_paused_execution(&self.inner.scope, id, now)
+                    .claim_paused_execution(caller.scope(), id, now)
                     .await?
                 {
                     return Err(not_found());
                 }
                 let calls = store.execution_calls(id).await?;
                 tracing::info!(execution_id = %id, calls = calls.len(), action = action.as_str(), "resuming a saved execution by replay");
-                let journal = Journal::restored(rec, calls, action, content);
+                let journal = Journal::restored(caller.clone(), rec, calls, action, content);
                 let live = self.start(journal);
                 self.next_event(live).await
             }
@@ -663,6 +678,7 @@ impl Engine {
     /// Recent executions, newest first.
     pub async fn list_executions(
         &self,
+        caller: &Caller,
         limit: u32,
         offset: u32,
     ) -> EngineResult<Vec<ExecutionSummary>> {
@@ -671,7 +687,7 @@ impl Engine {
         Ok(self
             .inner
             .store
-            .list_executions(&self.inner.scope, limit.min(MAX_HISTORY_PAGE), offset)
+            .list_executions(caller.scope(), limit.min(MAX_HISTORY_PAGE), offset)
             .await?)
     }
 

@@ -19,6 +19,7 @@ use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::caller::Caller;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::{Produced, binding};
 use crate::{Engine, Inner};
@@ -76,6 +77,7 @@ pub(crate) fn display_url(config: &Value) -> Option<String> {
 /// The schema snapshot named by `hash`, parsed once per process.
 pub(crate) async fn load_schema(
     inner: &Inner,
+    caller: &Caller,
     hash: &str,
 ) -> Result<Arc<executor_graphql::Schema>, String> {
     if let Some(schema) = inner.documents.graphql_schema(hash) {
@@ -83,7 +85,7 @@ pub(crate) async fn load_schema(
     }
     let bytes = inner
         .store
-        .get_blob(&inner.scope, hash)
+        .get_blob(caller.scope(), hash)
         .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("the stored GraphQL schema {hash} is missing"))?;
@@ -96,11 +98,12 @@ pub(crate) async fn load_schema(
 /// Stores a schema snapshot and returns its hash.
 pub(crate) async fn store_schema(
     inner: &Inner,
+    caller: &Caller,
     schema: &executor_graphql::Schema,
 ) -> EngineResult<String> {
     let bytes = serde_json::to_vec(&executor_graphql::to_json(schema))
         .map_err(|e| EngineError::Internal(e.to_string()))?;
-    Ok(inner.store.put_blob(&inner.scope, &bytes).await?)
+    Ok(inner.store.put_blob(caller.scope(), &bytes).await?)
 }
 
 /// The integration's schema for producing a connection's tools: the snapshot, unless there is
@@ -108,6 +111,7 @@ pub(crate) async fn store_schema(
 /// introspection with the connection's credentials, stored as the snapshot.
 async fn schema_for(
     inner: &Inner,
+    caller: &Caller,
     integration: &IntegrationRecord,
     config: &GraphqlConfig,
     key: &ConnectionKey,
@@ -116,9 +120,9 @@ async fn schema_for(
     if let Some(hash) = &config.schema_hash
         && (config.schema_supplied || !reintrospect)
     {
-        return load_schema(inner, hash).await;
+        return load_schema(inner, caller, hash).await;
     }
-    let connected = match connect_with(inner, config, key).await {
+    let connected = match connect_with(inner, caller, config, key).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => return Err(e.message),
         Err(e) => return Err(e.to_string()),
@@ -131,13 +135,13 @@ async fn schema_for(
     )
     .await
     .map_err(|e| e.to_string())?;
-    let hash = store_schema(inner, &schema)
+    let hash = store_schema(inner, caller, &schema)
         .await
         .map_err(|e| e.to_string())?;
     let schema = Arc::new(schema);
     inner.documents.put_graphql_schema(&hash, schema.clone());
     if config.schema_hash.as_deref() != Some(hash.as_str()) {
-        record_snapshot(inner, &integration.slug, &hash)
+        record_snapshot(inner, caller, &integration.slug, &hash)
             .await
             .map_err(|e| e.to_string())?;
     }
@@ -147,8 +151,13 @@ async fn schema_for(
 /// Points the integration at a new snapshot. Re-reads the row first so that a config change
 /// made meanwhile (auth methods) is kept; `config_revised_at` does not move (the tools of other
 /// connections are not stale because of it).
-async fn record_snapshot(inner: &Inner, slug: &str, hash: &str) -> EngineResult<()> {
-    let Some(mut record) = inner.store.get_integration(&inner.scope, slug).await? else {
+async fn record_snapshot(
+    inner: &Inner,
+    caller: &Caller,
+    slug: &str,
+    hash: &str,
+) -> EngineResult<()> {
+    let Some(mut record) = inner.store.get_integration(caller.scope(), slug).await? else {
         return Ok(());
     };
     let mut config = GraphqlConfig::from_record(&record)?;
@@ -160,22 +169,22 @@ async fn record_snapshot(inner: &Inner, slug: &str, hash: &str) -> EngineResult<
         serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
     inner
         .store
-        .upsert_integration(&inner.scope, &record)
+        .upsert_integration(caller.scope(), &record)
         .await?;
     if let Some(previous) = previous.filter(|p| p != hash) {
-        release_blob(inner, &previous).await?;
+        release_blob(inner, caller, &previous).await?;
     }
     Ok(())
 }
 
 /// Deletes a snapshot blob that no integration's config names any more.
-async fn release_blob(inner: &Inner, hash: &str) -> EngineResult<()> {
-    let integrations = inner.store.list_integrations(&inner.scope).await?;
+async fn release_blob(inner: &Inner, caller: &Caller, hash: &str) -> EngineResult<()> {
+    let integrations = inner.store.list_integrations(caller.scope()).await?;
     let used = integrations
         .iter()
         .any(|i| i.config.to_string().contains(hash));
     if !used {
-        inner.store.delete_blob(&inner.scope, hash).await?;
+        inner.store.delete_blob(caller.scope(), hash).await?;
     }
     Ok(())
 }
@@ -183,6 +192,7 @@ async fn release_blob(inner: &Inner, hash: &str) -> EngineResult<()> {
 /// Every query and mutation field becomes a tool of the connection.
 pub(crate) async fn produce_tools(
     inner: &Inner,
+    caller: &Caller,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> Result<Produced, String> {
@@ -191,11 +201,11 @@ pub(crate) async fn produce_tools(
     // a new one takes the snapshot when there is one.
     let synced_before = inner
         .store
-        .get_connection(&inner.scope, key)
+        .get_connection(caller.scope(), key)
         .await
         .map_err(|e| e.to_string())?
         .is_some_and(|c| c.tools_synced_at.is_some());
-    let schema = schema_for(inner, integration, &config, key, synced_before).await?;
+    let schema = schema_for(inner, caller, integration, &config, key, synced_before).await?;
     let (tools, definitions) = executor_graphql::extract(&schema);
     let tools = tools
         .into_iter()
@@ -228,11 +238,14 @@ pub(crate) struct Connected {
 
 async fn connect_with(
     inner: &Inner,
+    caller: &Caller,
     config: &GraphqlConfig,
     key: &ConnectionKey,
 ) -> EngineResult<Result<Connected, Box<ToolError>>> {
     let credentials =
-        match crate::credentials::resolve(inner, &config.authentication_template, key).await? {
+        match crate::credentials::resolve(inner, caller, &config.authentication_template, key)
+            .await?
+        {
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
         };
@@ -250,17 +263,18 @@ async fn connect_with(
 
 pub(crate) async fn connect(
     inner: &Inner,
+    caller: &Caller,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> EngineResult<Result<Connected, Box<ToolError>>> {
     let config = GraphqlConfig::from_record(integration)?;
-    let mut connected = match connect_with(inner, &config, key).await? {
+    let mut connected = match connect_with(inner, caller, &config, key).await? {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
     };
     if let Some(hash) = &config.schema_hash {
         // Without the snapshot `select` is still checked for syntax, just not against types.
-        connected.schema = load_schema(inner, hash)
+        connected.schema = load_schema(inner, caller, hash)
             .await
             .inspect_err(|e| tracing::warn!(error = %e, "GraphQL schema snapshot unreadable"))
             .ok();
@@ -458,6 +472,7 @@ impl Engine {
     /// `GraphqlIntrospection` error with nothing stored.
     pub async fn add_graphql_integration(
         &self,
+        caller: &Caller,
         input: AddGraphqlIntegration,
     ) -> EngineResult<GraphqlIntegrationAdded> {
         let endpoint = input.endpoint.trim().to_owned();
@@ -479,7 +494,7 @@ impl Engine {
             || self
                 .inner
                 .store
-                .get_integration(&self.inner.scope, &slug)
+                .get_integration(caller.scope(), &slug)
                 .await?
                 .is_some();
         if exists {
@@ -509,7 +524,7 @@ impl Engine {
         let schema_hash = match &schema {
             Some(schema) => {
                 check_fields(schema)?;
-                let hash = store_schema(&self.inner, schema).await?;
+                let hash = store_schema(&self.inner, caller, schema).await?;
                 Some(hash)
             }
             None => None,
@@ -534,7 +549,7 @@ impl Engine {
             .description
             .map(|d| d.trim().to_owned())
             .filter(|d| !d.is_empty());
-        self.insert_new_integration(&slug, PLUGIN_ID, name.clone(), description, &config)
+        self.insert_new_integration(caller, &slug, PLUGIN_ID, name.clone(), description, &config)
             .await?;
         if let (Some(hash), Some(schema)) = (schema_hash, schema) {
             self.inner
@@ -547,12 +562,13 @@ impl Engine {
     /// The GraphQL integration `slug`, or `None` when unknown or of another kind.
     async fn graphql_record(
         &self,
+        caller: &Caller,
         slug: &str,
     ) -> EngineResult<Option<(IntegrationRecord, GraphqlConfig)>> {
         let Some(record) = self
             .inner
             .store
-            .get_integration(&self.inner.scope, slug)
+            .get_integration(caller.scope(), slug)
             .await?
         else {
             return Ok(None);
@@ -567,9 +583,10 @@ impl Engine {
     /// `None` when the slug is unknown or not a GraphQL integration.
     pub async fn get_graphql_integration(
         &self,
+        caller: &Caller,
         slug: &str,
     ) -> EngineResult<Option<GraphqlIntegrationView>> {
-        let Some((record, config)) = self.graphql_record(slug).await? else {
+        let Some((record, config)) = self.graphql_record(caller, slug).await? else {
             return Ok(None);
         };
         let view = crate::IntegrationView::from_record(&record);
@@ -587,9 +604,13 @@ impl Engine {
     }
 
     /// The public config, or `None` when the slug is unknown or not a GraphQL integration.
-    pub async fn get_graphql_config(&self, slug: &str) -> EngineResult<Option<GraphqlConfigView>> {
+    pub async fn get_graphql_config(
+        &self,
+        caller: &Caller,
+        slug: &str,
+    ) -> EngineResult<Option<GraphqlConfigView>> {
         Ok(self
-            .graphql_record(slug)
+            .graphql_record(caller, slug)
             .await?
             .map(|(record, config)| config.view(&record)))
     }
@@ -599,16 +620,17 @@ impl Engine {
     /// Returns the stored methods.
     pub async fn set_graphql_auth(
         &self,
+        caller: &Caller,
         slug: &str,
         methods: Vec<AuthMethodInput>,
         replace: bool,
     ) -> EngineResult<Vec<AuthMethod>> {
         let (mut record, mut config) =
-            self.graphql_record(slug)
-                .await?
-                .ok_or_else(|| EngineError::IntegrationNotFound {
+            self.graphql_record(caller, slug).await?.ok_or_else(|| {
+                EngineError::IntegrationNotFound {
                     slug: slug.to_owned(),
-                })?;
+                }
+            })?;
         config.authentication_template = if replace {
             assign_auth_slugs(methods)
         } else {
@@ -625,7 +647,7 @@ impl Engine {
         record.updated_at = now;
         self.inner
             .store
-            .upsert_integration(&self.inner.scope, &record)
+            .upsert_integration(caller.scope(), &record)
             .await?;
         self.catalog_changed();
         Ok(config.authentication_template)

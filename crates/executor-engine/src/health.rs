@@ -16,6 +16,7 @@ use executor_store::{ConnectionKey, IntegrationRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::caller::Caller;
 use crate::catalog::IntegrationView;
 use crate::catalog::ResolvedInputs;
 use crate::error::{EngineError, EngineResult};
@@ -368,8 +369,12 @@ struct Probe {
 
 impl Engine {
     /// The integration's declared probe; `None` when there is none.
-    pub async fn health_check_spec(&self, slug: &str) -> EngineResult<Option<HealthCheckSpec>> {
-        let record = self.integration_record(slug).await?;
+    pub async fn health_check_spec(
+        &self,
+        caller: &Caller,
+        slug: &str,
+    ) -> EngineResult<Option<HealthCheckSpec>> {
+        let record = self.integration_record(caller, slug).await?;
         Ok(declared_spec(&record))
     }
 
@@ -377,10 +382,11 @@ impl Engine {
     /// must exist.
     pub async fn set_health_check_spec(
         &self,
+        caller: &Caller,
         slug: &str,
         spec: Option<HealthCheckSpec>,
     ) -> EngineResult<()> {
-        let mut record = self.integration_record(slug).await?;
+        let mut record = self.integration_record(caller, slug).await?;
         if let Some(spec) = &spec {
             if spec.operation.trim().is_empty() {
                 return Err(EngineError::InvalidInput {
@@ -388,7 +394,7 @@ impl Engine {
                 });
             }
             if Kind::of(&record.plugin_id) == Some(Kind::OpenApi) {
-                let candidates = self.health_check_candidates(slug).await?;
+                let candidates = self.health_check_candidates(caller, slug).await?;
                 if !candidates.iter().any(|c| c.operation == spec.operation) {
                     return Err(EngineError::InvalidInput {
                         message: format!(
@@ -418,7 +424,7 @@ impl Engine {
         record.updated_at = now_ms();
         self.inner
             .store
-            .upsert_integration(&self.inner.scope, &record)
+            .upsert_integration(caller.scope(), &record)
             .await?;
         Ok(())
     }
@@ -427,14 +433,15 @@ impl Engine {
     /// none).
     pub async fn health_check_candidates(
         &self,
+        caller: &Caller,
         slug: &str,
     ) -> EngineResult<Vec<HealthCheckCandidate>> {
-        let record = self.integration_record(slug).await?;
+        let record = self.integration_record(caller, slug).await?;
         if Kind::of(&record.plugin_id) != Some(Kind::OpenApi) {
             return Ok(Vec::new());
         }
         let config = openapi_plugin::OpenApiConfig::from_record(&record)?;
-        let extraction = openapi_plugin::compiled(&self.inner, &config)
+        let extraction = openapi_plugin::compiled(&self.inner, caller, &config)
             .await
             .map_err(|message| EngineError::OpenApiParse { message })?;
         Ok(openapi_candidates(&extraction))
@@ -444,39 +451,40 @@ impl Engine {
     /// younger than that is returned without probing.
     pub async fn check_connection_health(
         &self,
+        caller: &Caller,
         key: &ConnectionKey,
         if_stale_ms: Option<i64>,
     ) -> EngineResult<HealthCheckResult> {
-        let connection = self.get_connection(key).await?;
+        let connection = self.get_connection(caller, key).await?;
         if let (Some(max_age), Some(last)) = (if_stale_ms, &connection.last_health)
             && let Ok(last) = serde_json::from_value::<HealthCheckResult>(last.clone())
             && now_ms() - last.checked_at < max_age
         {
             return Ok(last);
         }
-        let integration = self.integration_record(&key.integration).await?;
+        let integration = self.integration_record(caller, &key.integration).await?;
         let methods = IntegrationView::from_record(&integration).auth_methods;
         // An unregistered provider yields no values: the verdict is `expired` (missing values).
         let values = self
             .inner
             .providers
-            .connection_values(&connection)
+            .connection_values(caller, &connection)
             .await?
             .unwrap_or_default();
-        let label = crate::catalog::session_label(key);
+        let label = crate::catalog::session_label(caller.scope(), key);
         let result = match self.probe_credentials(&methods, &connection.template, values, label) {
             Ok(probe) => {
-                self.run_probe(&integration, declared_spec(&integration), probe)
+                self.run_probe(caller, &integration, declared_spec(&integration), probe)
                     .await?
             }
             Err(missing) => missing,
         };
-        let mut connection = self.get_connection(key).await?;
+        let mut connection = self.get_connection(caller, key).await?;
         connection.last_health =
             Some(serde_json::to_value(&result).map_err(|e| EngineError::Internal(e.to_string()))?);
         self.inner
             .store
-            .upsert_connection(&self.inner.scope, &connection)
+            .upsert_connection(caller.scope(), &connection)
             .await?;
         Ok(result)
     }
@@ -484,9 +492,10 @@ impl Engine {
     /// Tries credentials without saving anything.
     pub async fn validate_connection(
         &self,
+        caller: &Caller,
         input: ValidateConnection,
     ) -> EngineResult<HealthCheckResult> {
-        let integration = self.integration_record(&input.integration).await?;
+        let integration = self.integration_record(caller, &input.integration).await?;
         let methods = IntegrationView::from_record(&integration).auth_methods;
         if input.template != "none" && !methods.iter().any(|m| m.slug() == input.template) {
             return Err(EngineError::InvalidConnectionInput {
@@ -496,7 +505,7 @@ impl Engine {
                 ),
             });
         }
-        if input.owner == Owner::User && self.inner.scope.subject.is_none() {
+        if input.owner == Owner::User && caller.scope().subject.is_none() {
             return Err(EngineError::InvalidConnectionInput {
                 message: "Cannot check a personal connection: this context has no user subject."
                     .to_owned(),
@@ -506,14 +515,14 @@ impl Engine {
         let values: BTreeMap<String, String> = match input.origin.resolve(&input.template)? {
             ResolvedInputs::Pasted(values) => values,
             ResolvedInputs::External { provider, items } => {
-                let source = self.inner.providers.get(&provider).ok_or_else(|| {
+                let source = self.inner.providers.get(caller, &provider).ok_or_else(|| {
                     EngineError::CredentialProviderNotRegistered {
                         provider: provider.clone(),
                     }
                 })?;
                 let mut values = BTreeMap::new();
                 for (variable, id) in items {
-                    let value = source.get(&id).await?.ok_or_else(|| {
+                    let value = source.get(caller.scope(), &id).await?.ok_or_else(|| {
                         EngineError::InvalidConnectionInput {
                             message: format!("The provider {provider} has no item {id:?}."),
                         }
@@ -526,7 +535,7 @@ impl Engine {
         let label = format!("{}/{}/(unsaved)", input.integration, input.owner);
         let spec = input.spec.or_else(|| declared_spec(&integration));
         match self.probe_credentials(&methods, &input.template, values, label) {
-            Ok(probe) => self.run_probe(&integration, spec, probe).await,
+            Ok(probe) => self.run_probe(caller, &integration, spec, probe).await,
             Err(missing) => Ok(missing),
         }
     }
@@ -569,14 +578,15 @@ impl Engine {
 
     async fn run_probe(
         &self,
+        caller: &Caller,
         integration: &IntegrationRecord,
         spec: Option<HealthCheckSpec>,
         probe: Probe,
     ) -> EngineResult<HealthCheckResult> {
         let secrets = probe.secrets.clone();
         let result = match Kind::of(&integration.plugin_id) {
-            Some(Kind::OpenApi) => self.probe_openapi(integration, spec, probe).await?,
-            Some(Kind::Mcp) => self.probe_mcp_liveness(integration, probe).await?,
+            Some(Kind::OpenApi) => self.probe_openapi(caller, integration, spec, probe).await?,
+            Some(Kind::Mcp) => self.probe_mcp_liveness(caller, integration, probe).await?,
             _ => HealthCheckResult::new(
                 "unknown",
                 Some(format!(
@@ -590,6 +600,7 @@ impl Engine {
 
     async fn probe_openapi(
         &self,
+        caller: &Caller,
         integration: &IntegrationRecord,
         spec: Option<HealthCheckSpec>,
         probe: Probe,
@@ -604,7 +615,7 @@ impl Engine {
             ));
         };
         let config = openapi_plugin::OpenApiConfig::from_record(integration)?;
-        let extraction = match openapi_plugin::compiled(&self.inner, &config).await {
+        let extraction = match openapi_plugin::compiled(&self.inner, caller, &config).await {
             Ok(e) => e,
             Err(e) => {
                 return Ok(HealthCheckResult::new(
@@ -682,10 +693,11 @@ impl Engine {
 
     async fn probe_mcp_liveness(
         &self,
+        caller: &Caller,
         integration: &IntegrationRecord,
         probe: Probe,
     ) -> EngineResult<HealthCheckResult> {
-        let config = mcp_plugin::unsealed_config(&self.inner, integration).await?;
+        let config = mcp_plugin::unsealed_config(&self.inner, caller, integration).await?;
         let target = config.target_with(&probe.rendered);
         Ok(match self.inner.mcp.discover(&target).await {
             Ok(found) => {

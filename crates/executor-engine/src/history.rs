@@ -14,7 +14,10 @@ const WINDOW: Duration = Duration::from_millis(50);
 /// Most rows in one transaction.
 const MAX_BATCH: usize = 512;
 
-type Row = (ExecutionRecord, Vec<ExecutionCallRecord>);
+/// An execution and its journal.
+type Saved = (ExecutionRecord, Vec<ExecutionCallRecord>);
+/// An execution of one caller's scope, and its journal.
+type Row = (Scope, ExecutionRecord, Vec<ExecutionCallRecord>);
 
 enum Msg {
     Row(Box<Row>),
@@ -29,15 +32,22 @@ pub(crate) struct HistoryWriter {
 
 impl HistoryWriter {
     /// Starts the writer on `io`; it ends when the writer is dropped (after writing what it has).
-    pub(crate) fn spawn(io: &tokio::runtime::Handle, store: Arc<dyn Store>, scope: Scope) -> Self {
+    pub(crate) fn spawn(io: &tokio::runtime::Handle, store: Arc<dyn Store>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let hurry = Arc::new(Notify::new());
-        io.spawn(run(rx, hurry.clone(), store, scope));
+        io.spawn(run(rx, hurry.clone(), store));
         Self { tx, hurry }
     }
 
-    pub(crate) fn push(&self, row: ExecutionRecord, calls: Vec<ExecutionCallRecord>) {
-        let _ = self.tx.send(Msg::Row(Box::new((row, calls))));
+    pub(crate) fn push(
+        &self,
+        scope: &Scope,
+        row: ExecutionRecord,
+        calls: Vec<ExecutionCallRecord>,
+    ) {
+        let _ = self
+            .tx
+            .send(Msg::Row(Box::new((scope.clone(), row, calls))));
     }
 
     /// Waits until every row pushed before this call is written.
@@ -51,13 +61,8 @@ impl HistoryWriter {
 }
 
 /// Waits for a first row, lets the window fill without polling the channel (so a push does not
-/// wake this task), then writes everything queued in one transaction.
-async fn run(
-    mut rx: mpsc::UnboundedReceiver<Msg>,
-    hurry: Arc<Notify>,
-    store: Arc<dyn Store>,
-    scope: Scope,
-) {
+/// wake this task), then writes everything queued in one transaction per scope.
+async fn run(mut rx: mpsc::UnboundedReceiver<Msg>, hurry: Arc<Notify>, store: Arc<dyn Store>) {
     while let Some(first) = rx.recv().await {
         if matches!(first, Msg::Row(_)) {
             tokio::select! {
@@ -77,13 +82,26 @@ async fn run(
                 next = rx.try_recv().ok();
             }
         }
-        if !batch.is_empty()
-            && let Err(e) = store.save_executions(&scope, &batch).await
-        {
-            tracing::error!(error = %e, count = batch.len(), "could not record executions in the history");
+        for (scope, rows) in by_scope(batch) {
+            if let Err(e) = store.save_executions(&scope, &rows).await {
+                tracing::error!(error = %e, count = rows.len(), "could not record executions in the history");
+            }
         }
         for ack in acks {
             let _ = ack.send(());
         }
     }
+}
+
+/// The batch split by scope, in the order each scope first appears (one scope, one vector, in
+/// the common case of a local server).
+fn by_scope(batch: Vec<Row>) -> Vec<(Scope, Vec<Saved>)> {
+    let mut groups: Vec<(Scope, Vec<Saved>)> = Vec::new();
+    for (scope, rec, calls) in batch {
+        match groups.iter_mut().find(|(s, _)| *s == scope) {
+            Some((_, rows)) => rows.push((rec, calls)),
+            None => groups.push((scope, vec![(rec, calls)])),
+        }
+    }
+    groups
 }

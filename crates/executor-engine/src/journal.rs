@@ -34,6 +34,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::Inner;
+use crate::caller::Caller;
 use crate::dispatch::ExecutionCtx;
 use crate::execution::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 
@@ -190,6 +191,8 @@ struct State {
 
 pub(crate) struct Journal {
     pub(crate) id: String,
+    /// Who started the execution: its calls act for them, and only they may answer its pauses.
+    pub(crate) caller: Caller,
     pub(crate) code: String,
     pub(crate) auto_approve: bool,
     pub(crate) seed: u64,
@@ -248,9 +251,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Journal {
-    pub(crate) fn fresh(id: String, code: String, auto_approve: bool) -> Arc<Self> {
+    pub(crate) fn fresh(id: String, caller: Caller, code: String, auto_approve: bool) -> Arc<Self> {
         Arc::new(Self {
             id,
+            caller,
             code,
             auto_approve,
             seed: rand::random(),
@@ -282,6 +286,7 @@ impl Journal {
     /// A paused execution read back from the store, to be re-run with `decision` (and the form
     /// `content` of an elicitation) for its pause.
     pub(crate) fn restored(
+        caller: Caller,
         rec: ExecutionRecord,
         calls: Vec<ExecutionCallRecord>,
         decision: ResumeAction,
@@ -317,6 +322,7 @@ impl Journal {
         }
         Arc::new(Self {
             id: rec.id,
+            caller,
             code: rec.code,
             auto_approve: rec.auto_approve,
             seed: rec.seed,
@@ -601,7 +607,11 @@ impl Journal {
             }
             (row, st.calls.values().cloned().collect::<Vec<_>>())
         };
-        if let Err(e) = inner.store.save_execution(&inner.scope, &row, &calls).await {
+        if let Err(e) = inner
+            .store
+            .save_execution(self.caller.scope(), &row, &calls)
+            .await
+        {
             tracing::error!(execution_id = %self.id, error = %e, "could not save an execution");
         }
     }
@@ -710,7 +720,7 @@ impl Journal {
                 return;
             }
             let (_, row, calls) = finish(&mut lock(&self.state));
-            inner.history.push(row, calls);
+            inner.history.push(self.caller.scope(), row, calls);
             return;
         }
         let _serial = self.writes.lock().await;
@@ -718,7 +728,11 @@ impl Journal {
             return;
         }
         let (_, row, calls) = finish(&mut lock(&self.state));
-        if let Err(e) = inner.store.save_execution(&inner.scope, &row, &calls).await {
+        if let Err(e) = inner
+            .store
+            .save_execution(self.caller.scope(), &row, &calls)
+            .await
+        {
             tracing::error!(execution_id = %self.id, error = %e, "could not save an execution");
         }
     }
@@ -991,7 +1005,12 @@ mod tests {
 
     #[test]
     fn upstream_log_lines_follow_console_lines_and_are_bounded() {
-        let journal = Journal::fresh("exec_t".into(), "return 1".into(), false);
+        let journal = Journal::fresh(
+            "exec_t".into(),
+            Caller::local("t"),
+            "return 1".into(),
+            false,
+        );
         for i in 0..MAX_UPSTREAM_LOG_LINES + 5 {
             journal.upstream_log(format!("[upstream a.b info] {i}"));
         }
@@ -1117,7 +1136,7 @@ mod tests {
                 ..stored(9, 3, "a.inflight", &json!({}), None)
             },
         ];
-        Journal::restored(rec, calls, decision, content)
+        Journal::restored(Caller::local("t"), rec, calls, decision, content)
     }
 
     fn answers(plan: &Plan) -> Vec<Answer> {
@@ -1166,7 +1185,12 @@ mod tests {
     /// reaches it refuses to go on rather than send the call again or answer differently.
     #[test]
     fn a_reply_over_the_journal_cap_is_kept_as_a_digest_and_not_replayed() {
-        let j = Journal::fresh("exec_cap".into(), "return 1".into(), false);
+        let j = Journal::fresh(
+            "exec_cap".into(),
+            Caller::local("t"),
+            "return 1".into(),
+            false,
+        );
         let (small, _, _) = j.issue("a.small", &json!({}));
         let done = |seq, value: Value| {
             let bytes = crate::call_limits::json_size(&value);
@@ -1194,7 +1218,8 @@ mod tests {
             pending: Some(json!({"seq": 3, "kind": "approval"})),
             ..j.row(&lock(&j.state))
         };
-        let restored = Journal::restored(rec, calls, ResumeAction::Accept, None);
+        let restored =
+            Journal::restored(Caller::local("t"), rec, calls, ResumeAction::Accept, None);
         let (_, plan, _) = restored.issue("a.small", &json!({}));
         assert!(matches!(plan, Plan::Replayed(_)));
         // Big arguments are matched by their hash, so that call still replays.
@@ -1307,7 +1332,7 @@ mod tests {
 
     #[tokio::test]
     async fn quiesce_waits_for_running_calls_not_for_waiting_ones() {
-        let j = Journal::fresh("exec_q".into(), String::new(), false);
+        let j = Journal::fresh("exec_q".into(), Caller::local("t"), String::new(), false);
         j.started(0);
         j.started(1);
         j.waiting_on(1, true);

@@ -13,6 +13,7 @@ use executor_sandbox::HostReply;
 use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde_json::{Map, Value};
 
+use crate::caller::Caller;
 use crate::dispatch::ExecutionCtx;
 use crate::error::EngineResult;
 use crate::{Inner, graphql_plugin, mcp_plugin, openapi_plugin};
@@ -71,13 +72,14 @@ impl Kind {
     pub(crate) async fn produce(
         self,
         inner: &Inner,
+        caller: &Caller,
         integration: &IntegrationRecord,
         key: &ConnectionKey,
     ) -> Result<Produced, String> {
         match self {
-            Kind::Mcp => mcp_plugin::produce_tools(inner, integration, key).await,
-            Kind::OpenApi => openapi_plugin::produce_tools(inner, integration, key).await,
-            Kind::Graphql => graphql_plugin::produce_tools(inner, integration, key).await,
+            Kind::Mcp => mcp_plugin::produce_tools(inner, caller, integration, key).await,
+            Kind::OpenApi => openapi_plugin::produce_tools(inner, caller, integration, key).await,
+            Kind::Graphql => graphql_plugin::produce_tools(inner, caller, integration, key).await,
         }
     }
 
@@ -87,17 +89,18 @@ impl Kind {
     pub(crate) async fn connect(
         self,
         inner: &Inner,
+        caller: &Caller,
         integration: &IntegrationRecord,
         key: &ConnectionKey,
     ) -> EngineResult<Result<Connected, Box<ToolError>>> {
         Ok(match self {
-            Kind::Mcp => mcp_plugin::resolve_target(inner, integration, key)
+            Kind::Mcp => mcp_plugin::resolve_target(inner, caller, integration, key)
                 .await?
                 .map(Connected::Mcp),
-            Kind::OpenApi => openapi_plugin::connect(inner, integration, key)
+            Kind::OpenApi => openapi_plugin::connect(inner, caller, integration, key)
                 .await?
                 .map(Connected::OpenApi),
-            Kind::Graphql => graphql_plugin::connect(inner, integration, key)
+            Kind::Graphql => graphql_plugin::connect(inner, caller, integration, key)
                 .await?
                 .map(Connected::Graphql),
         })
@@ -126,13 +129,14 @@ impl Connected {
     /// for approval (spec §4.7). MCP servers validate their own arguments.
     pub(crate) async fn validate(
         &self,
+        caller: &Caller,
         inner: &Inner,
         tool: &Arc<ToolRecord>,
         args: &Value,
     ) -> Result<(), Box<ToolError>> {
         match self {
             Connected::Mcp(_) => Ok(()),
-            Connected::OpenApi(_) => openapi_plugin::validate(inner, tool, args).await,
+            Connected::OpenApi(_) => openapi_plugin::validate(inner, caller, tool, args).await,
             Connected::Graphql(c) => c.validate(tool, args),
         }
     }
@@ -147,7 +151,7 @@ impl Connected {
     ) -> HostReply {
         let limits = &inner.call_limits;
         let integration = address.integration.as_str();
-        let _slot = match limits.slot(integration).await {
+        let _slot = match limits.slot(ctx.journal.caller.tenant(), integration).await {
             Ok(slot) => slot,
             Err(busy) => return HostReply::Resolve(ToolOutcome::Err(busy).to_json()),
         };

@@ -3,7 +3,9 @@
 //! `executor-server` turns what it returns into HTTP/MCP JSON.
 
 mod builtins;
+mod cache;
 mod call_limits;
+mod caller;
 mod catalog;
 mod credentials;
 mod dispatch;
@@ -28,13 +30,14 @@ use std::time::Duration;
 
 use executor_mcp::{McpClient, McpClientConfig};
 use executor_sandbox::{SandboxLimits, SandboxPool};
-use executor_store::{Scope, Store};
+use executor_store::Store;
 
 pub use builtins::STATIC_TOOL_CONNECTION;
 pub use call_limits::{
     CallLimitsConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_CALLS_PER_INTEGRATION,
     DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_SLOT_WAIT,
 };
+pub use caller::{Caller, PolicySource, Principal};
 pub use catalog::{
     BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, InputOrigin, IntegrationView,
     MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, ToolListFilter, ToolSchema,
@@ -167,7 +170,6 @@ pub struct Engine {
 
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
-    pub(crate) scope: Scope,
     /// Credential providers in registration order (`vault` first).
     pub(crate) providers: providers::Providers,
     pub(crate) sandbox: SandboxPool,
@@ -224,7 +226,7 @@ fn upstream_http_client() -> reqwest::Client {
 
 impl Engine {
     /// Must be called from within the tokio runtime that will serve IO.
-    pub fn new(store: Arc<dyn Store>, scope: Scope, config: EngineConfig) -> Self {
+    pub fn new(store: Arc<dyn Store>, config: EngineConfig) -> Self {
         // One call timeout for every kind; the MCP client's also pauses while a person answers
         // an elicitation of the call.
         let mcp = McpClient::new(McpClientConfig {
@@ -232,11 +234,10 @@ impl Engine {
             ..config.mcp.clone()
         });
         let io = tokio::runtime::Handle::current();
-        let history = history::HistoryWriter::spawn(&io, store.clone(), scope.clone());
-        let providers = providers::Providers::new(store.clone(), scope.clone(), &config.providers);
+        let history = history::HistoryWriter::spawn(&io, store.clone());
+        let providers = providers::Providers::new(store.clone(), &config.providers);
         let inner = Arc::new(Inner {
             store,
-            scope,
             providers,
             sandbox: match config.js_threads {
                 JsThreads::Dedicated(threads) => SandboxPool::new(
@@ -290,19 +291,13 @@ impl Engine {
         Engine { inner }
     }
 
-    pub fn scope(&self) -> &Scope {
-        &self.inner.scope
-    }
-
     /// Builds the upstream HTTP clients now rather than at the first call: each loads the
     /// system's root certificates (hundreds of files), which is most of a cold start when done
     /// before the server listens, so the server runs this once it is listening. Skipped while
     /// there is no integration: nothing would call upstream, and the clients would only hold
     /// memory (≈ 2 MiB of an idle server); their first use builds them.
     pub async fn warm_up(&self) {
-        if let Ok(integrations) = self.inner.store.list_integrations(&self.inner.scope).await
-            && integrations.is_empty()
-        {
+        if let Ok(false) = self.inner.store.any_integration().await {
             return;
         }
         let inner = self.inner.clone();
@@ -372,10 +367,9 @@ mod tests {
     async fn warm_up_builds_the_http_clients_only_once_an_integration_exists() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
-        let scope = Scope::local("warm-up-test");
+        let scope = executor_store::Scope::local("warm-up-test");
         let engine = Engine::new(
             store.clone(),
-            scope.clone(),
             EngineConfig::with_js_timeout(Duration::from_secs(5)),
         );
         engine.warm_up().await;

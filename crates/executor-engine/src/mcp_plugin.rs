@@ -15,6 +15,7 @@ use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::caller::Caller;
 use crate::catalog::{ConnectionInput, CredentialOrigin, session_label};
 use crate::dispatch::{ExecutionCtx, internal_tool_error};
 use crate::error::{EngineError, EngineResult};
@@ -169,6 +170,7 @@ impl McpConfig {
 /// The stored config of an MCP integration with its static values read back from the vault.
 pub(crate) async fn unsealed_config(
     inner: &Inner,
+    caller: &Caller,
     integration: &IntegrationRecord,
 ) -> EngineResult<McpConfig> {
     let mut config = McpConfig::from_value(&integration.config).ok_or_else(|| {
@@ -187,7 +189,7 @@ pub(crate) async fn unsealed_config(
                 let item = static_item(&integration.slug, carrier, name);
                 *value = inner
                     .store
-                    .get_secret(&inner.scope, &item)
+                    .get_secret(caller.scope(), &item)
                     .await?
                     .ok_or_else(|| {
                         EngineError::Internal(format!("the sealed value {item:?} is missing"))
@@ -202,6 +204,7 @@ pub(crate) async fn unsealed_config(
 /// does not have.
 async fn delete_static_values(
     inner: &Inner,
+    caller: &Caller,
     slug: &str,
     config: &McpConfig,
     keep: Option<&McpConfig>,
@@ -214,7 +217,7 @@ async fn delete_static_values(
             if value == MASKED_VALUE && !kept.is_some_and(|k| k.contains_key(name)) {
                 inner
                     .store
-                    .delete_secret(&inner.scope, &static_item(slug, carrier, name))
+                    .delete_secret(caller.scope(), &static_item(slug, carrier, name))
                     .await?;
             }
         }
@@ -224,7 +227,12 @@ async fn delete_static_values(
 
 /// Seals every static header and query value of `config` in the vault and leaves
 /// [`MASKED_VALUE`] in its place.
-async fn seal_static_values(inner: &Inner, slug: &str, config: &mut McpConfig) -> EngineResult<()> {
+async fn seal_static_values(
+    inner: &Inner,
+    caller: &Caller,
+    slug: &str,
+    config: &mut McpConfig,
+) -> EngineResult<()> {
     for (carrier, map) in [
         ("header", &mut config.headers),
         ("query", &mut config.query_params),
@@ -232,7 +240,7 @@ async fn seal_static_values(inner: &Inner, slug: &str, config: &mut McpConfig) -
         for (name, value) in map.iter_mut() {
             inner
                 .store
-                .put_secret(&inner.scope, &static_item(slug, carrier, name), value)
+                .put_secret(caller.scope(), &static_item(slug, carrier, name), value)
                 .await?;
             *value = MASKED_VALUE.to_owned();
         }
@@ -243,10 +251,11 @@ async fn seal_static_values(inner: &Inner, slug: &str, config: &mut McpConfig) -
 /// Deletes the sealed static values of a removed MCP integration.
 pub(crate) async fn forget_static_values(
     inner: &Inner,
+    caller: &Caller,
     integration: &IntegrationRecord,
 ) -> EngineResult<()> {
     match McpConfig::from_value(&integration.config) {
-        Some(config) => delete_static_values(inner, &integration.slug, &config, None).await,
+        Some(config) => delete_static_values(inner, caller, &integration.slug, &config, None).await,
         None => Ok(()),
     }
 }
@@ -496,7 +505,11 @@ impl Engine {
 
     /// Adds a remote MCP server after checking that it answers as one. Nothing is stored when it
     /// does not (an auth wall counts as answering: credentials come with a connection).
-    pub async fn add_mcp_server(&self, input: AddMcpServer) -> EngineResult<String> {
+    pub async fn add_mcp_server(
+        &self,
+        caller: &Caller,
+        input: AddMcpServer,
+    ) -> EngineResult<String> {
         crate::catalog::check_integration_text(
             input.slug.as_deref(),
             Some(&input.name),
@@ -516,7 +529,7 @@ impl Engine {
             || self
                 .inner
                 .store
-                .get_integration(&self.inner.scope, &slug)
+                .get_integration(caller.scope(), &slug)
                 .await?
                 .is_some()
         {
@@ -573,14 +586,14 @@ impl Engine {
             .unwrap_or_else(|| name.clone());
         // Static headers and query parameters are credentials (`Authorization: Bearer …`,
         // `?api_key=…`): sealed like a connection's, shown masked.
-        seal_static_values(&self.inner, &slug, &mut config).await?;
+        seal_static_values(&self.inner, caller, &slug, &mut config).await?;
         if let Err(e) = self
-            .insert_new_integration(&slug, PLUGIN_ID, name, Some(description), &config)
+            .insert_new_integration(caller, &slug, PLUGIN_ID, name, Some(description), &config)
             .await
         {
             // Not ours to delete when the slug was taken meanwhile: its values are its own.
             if !matches!(e, EngineError::IntegrationAlreadyExists { .. }) {
-                delete_static_values(&self.inner, &slug, &config, None).await?;
+                delete_static_values(&self.inner, caller, &slug, &config, None).await?;
             }
             return Err(e);
         }
@@ -591,7 +604,11 @@ impl Engine {
     /// supplied env values; nothing is stored when that fails. Declared secrets (`envVars` and the
     /// keys of `env`) become the `stdio_env` method `env`; the org connection `default` is created
     /// when values were supplied (template `env`) or nothing is declared (template `none`).
-    pub async fn add_stdio_mcp_server(&self, input: AddStdioMcpServer) -> EngineResult<String> {
+    pub async fn add_stdio_mcp_server(
+        &self,
+        caller: &Caller,
+        input: AddStdioMcpServer,
+    ) -> EngineResult<String> {
         crate::catalog::check_integration_text(
             input.slug.as_deref(),
             Some(&input.name),
@@ -627,7 +644,7 @@ impl Engine {
             || self
                 .inner
                 .store
-                .get_integration(&self.inner.scope, &slug)
+                .get_integration(caller.scope(), &slug)
                 .await?
                 .is_some()
         {
@@ -680,7 +697,7 @@ impl Engine {
             .description
             .filter(|d| !d.is_empty())
             .unwrap_or_else(|| name.clone());
-        self.insert_new_integration(&slug, PLUGIN_ID, name, Some(description), &config)
+        self.insert_new_integration(caller, &slug, PLUGIN_ID, name, Some(description), &config)
             .await?;
         let template = match (input.env.is_empty(), config.authentication_template.first()) {
             (false, _) => Some("env"),
@@ -689,20 +706,23 @@ impl Engine {
         };
         if let Some(template) = template {
             let created = self
-                .create_connection(ConnectionInput {
-                    owner: Owner::Org,
-                    name: "default".to_owned(),
-                    integration: slug.clone(),
-                    template: template.to_owned(),
-                    identity_label: None,
-                    description: None,
-                    origin: CredentialOrigin::Values(input.env),
-                    replace: false,
-                })
+                .create_connection(
+                    caller,
+                    ConnectionInput {
+                        owner: Owner::Org,
+                        name: "default".to_owned(),
+                        integration: slug.clone(),
+                        template: template.to_owned(),
+                        identity_label: None,
+                        description: None,
+                        origin: CredentialOrigin::Values(input.env),
+                        replace: false,
+                    },
+                )
                 .await;
             if let Err(e) = created {
                 // Leave nothing half-made behind.
-                if let Err(cleanup) = self.remove_integration(&slug).await {
+                if let Err(cleanup) = self.remove_integration(caller, &slug).await {
                     tracing::warn!(error = %cleanup, %slug, "could not remove a half-added stdio server");
                 }
                 return Err(e);
@@ -714,14 +734,9 @@ impl Engine {
     /// Seals the static header and query values (and endpoint query strings) that builds before
     /// issue #17 stored in clear in MCP configs. Run at start, before serving; returns how many
     /// integrations were rewritten.
-    pub async fn seal_legacy_mcp_values(&self) -> EngineResult<usize> {
+    pub async fn seal_legacy_mcp_values(&self, caller: &Caller) -> EngineResult<usize> {
         let mut sealed = 0;
-        for mut record in self
-            .inner
-            .store
-            .list_integrations(&self.inner.scope)
-            .await?
-        {
+        for mut record in self.inner.store.list_integrations(caller.scope()).await? {
             if record.plugin_id != PLUGIN_ID {
                 continue;
             }
@@ -742,14 +757,14 @@ impl Engine {
             let mut fresh = config.clone();
             fresh.headers.retain(|_, v| v != MASKED_VALUE);
             fresh.query_params.retain(|_, v| v != MASKED_VALUE);
-            seal_static_values(&self.inner, &record.slug, &mut fresh).await?;
+            seal_static_values(&self.inner, caller, &record.slug, &mut fresh).await?;
             config.headers.extend(fresh.headers);
             config.query_params.extend(fresh.query_params);
             record.config =
                 serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
             self.inner
                 .store
-                .upsert_integration(&self.inner.scope, &record)
+                .upsert_integration(caller.scope(), &record)
                 .await?;
             tracing::info!(slug = %record.slug, "sealed the MCP server's static headers and query values");
             sealed += 1;
@@ -761,11 +776,15 @@ impl Engine {
     }
 
     /// `None` when the slug is unknown or not an MCP integration.
-    pub async fn get_mcp_server(&self, slug: &str) -> EngineResult<Option<McpServerView>> {
+    pub async fn get_mcp_server(
+        &self,
+        caller: &Caller,
+        slug: &str,
+    ) -> EngineResult<Option<McpServerView>> {
         let Some(record) = self
             .inner
             .store
-            .get_integration(&self.inner.scope, slug)
+            .get_integration(caller.scope(), slug)
             .await?
         else {
             return Ok(None);
@@ -971,8 +990,8 @@ impl Engine {
     }
 
     /// The MCP integration `slug`: `IntegrationNotFound` when unknown or of another kind.
-    async fn mcp_record(&self, slug: &str) -> EngineResult<IntegrationRecord> {
-        let record = self.integration_record(slug).await?;
+    async fn mcp_record(&self, caller: &Caller, slug: &str) -> EngineResult<IntegrationRecord> {
+        let record = self.integration_record(caller, slug).await?;
         if record.plugin_id != PLUGIN_ID {
             return Err(EngineError::IntegrationNotFound {
                 slug: slug.to_owned(),
@@ -983,6 +1002,7 @@ impl Engine {
 
     async fn store_mcp_config(
         &self,
+        caller: &Caller,
         record: &mut IntegrationRecord,
         config: &McpConfig,
     ) -> EngineResult<()> {
@@ -993,7 +1013,7 @@ impl Engine {
         record.updated_at = now;
         self.inner
             .store
-            .upsert_integration(&self.inner.scope, record)
+            .upsert_integration(caller.scope(), record)
             .await?;
         Ok(())
     }
@@ -1003,11 +1023,16 @@ impl Engine {
     /// previous tools and is recorded on it), the others on their next read. A config that does
     /// not read, a remote server that does not answer or a stdio command that is not found is
     /// refused, and nothing changes. Returns the stored config.
-    pub async fn set_mcp_config(&self, slug: &str, config: &Value) -> EngineResult<Value> {
-        let mut record = self.mcp_record(slug).await?;
+    pub async fn set_mcp_config(
+        &self,
+        caller: &Caller,
+        slug: &str,
+        config: &Value,
+    ) -> EngineResult<Value> {
+        let mut record = self.mcp_record(caller, slug).await?;
         let mut config = McpConfig::from_input(config)?;
         let stored = McpConfig::from_value(&record.config);
-        let previous = unsealed_config(&self.inner, &record).await?;
+        let previous = unsealed_config(&self.inner, caller, &record).await?;
         if !config.is_stdio() {
             config.split_endpoint_query();
             config.keep_masked(&previous.headers, &previous.query_params)?;
@@ -1017,17 +1042,18 @@ impl Engine {
         } else {
             self.check_answers(&config).await?;
         }
-        seal_static_values(&self.inner, slug, &mut config).await?;
-        self.store_mcp_config(&mut record, &config).await?;
+        seal_static_values(&self.inner, caller, slug, &mut config).await?;
+        self.store_mcp_config(caller, &mut record, &config).await?;
         if let Some(stored) = &stored {
-            delete_static_values(&self.inner, slug, stored, Some(&config)).await?;
+            delete_static_values(&self.inner, caller, slug, stored, Some(&config)).await?;
         }
         // Sessions dialled under the old config (another endpoint, command or headers) must not
         // serve another call, and cached connections must be resolved again.
-        self.close_integration_sessions(slug).await;
+        self.close_integration_sessions(caller, slug).await;
         self.catalog_changed();
-        for connection in self.list_connections(Some(slug), None).await? {
-            self.produce_tools(&record, &connection.key()).await?;
+        for connection in self.list_connections(caller, Some(slug), None).await? {
+            self.produce_tools(caller, &record, &connection.key())
+                .await?;
         }
         self.catalog_changed();
         Ok(masked_config(&record.config))
@@ -1039,11 +1065,12 @@ impl Engine {
     /// Connections re-list their tools on their next read. Returns the stored methods.
     pub async fn set_mcp_auth(
         &self,
+        caller: &Caller,
         slug: &str,
         methods: Vec<AuthMethodInput>,
         mode: AuthTemplateMode,
     ) -> EngineResult<Vec<AuthMethod>> {
-        let mut record = self.mcp_record(slug).await?;
+        let mut record = self.mcp_record(caller, slug).await?;
         let mut config = McpConfig::from_value(&record.config).ok_or_else(|| {
             EngineError::Internal(format!("integration {slug} has no valid MCP config"))
         })?;
@@ -1060,7 +1087,7 @@ impl Engine {
         }
         check_methods(config.is_stdio(), &next)?;
         config.authentication_template = next;
-        self.store_mcp_config(&mut record, &config).await?;
+        self.store_mcp_config(caller, &mut record, &config).await?;
         self.catalog_changed();
         Ok(config.authentication_template)
     }
@@ -1069,13 +1096,13 @@ impl Engine {
     /// is `IntegrationNotFound`), then the OAuth clients dynamically registered for it: those its connections
     /// used and those whose origin names it, unless a connection of another integration uses
     /// them. Manual clients are never removed.
-    pub async fn remove_mcp_server(&self, slug: &str) -> EngineResult<()> {
+    pub async fn remove_mcp_server(&self, caller: &Caller, slug: &str) -> EngineResult<()> {
         // Unknown and built-in slugs fail before anything is looked at.
         if slug == crate::BUILTIN_INTEGRATION {
-            return self.remove_integration(slug).await;
+            return self.remove_integration(caller, slug).await;
         }
-        self.integration_record(slug).await?;
-        let connections = self.list_connections(None, None).await?;
+        self.integration_record(caller, slug).await?;
+        let connections = self.list_connections(caller, None, None).await?;
         let client_of = |c: &executor_store::ConnectionRecord| {
             let oauth = c.oauth.as_ref()?;
             Some((oauth.client_owner.unwrap_or(c.owner), oauth.client.clone()?))
@@ -1086,7 +1113,7 @@ impl Engine {
         let used_elsewhere: HashSet<(Owner, String)> =
             elsewhere.into_iter().filter_map(client_of).collect();
         let doomed: Vec<(Owner, String)> = self
-            .list_oauth_clients()
+            .list_oauth_clients(caller)
             .await?
             .into_iter()
             .filter(|c| c.origin_kind == ORIGIN_DCR)
@@ -1097,9 +1124,9 @@ impl Engine {
                     .then_some(key)
             })
             .collect();
-        self.remove_integration(slug).await?;
+        self.remove_integration(caller, slug).await?;
         for (owner, client) in doomed {
-            self.remove_oauth_client(owner, &client).await?;
+            self.remove_oauth_client(caller, owner, &client).await?;
         }
         Ok(())
     }
@@ -1122,12 +1149,15 @@ pub(crate) struct ResolvedTarget {
 /// Builds the target for a connection. `Err(ToolError)` when its credentials are incomplete.
 pub(crate) async fn resolve_target(
     inner: &Inner,
+    caller: &Caller,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> EngineResult<Result<ResolvedTarget, Box<ToolError>>> {
-    let config = unsealed_config(inner, integration).await?;
+    let config = unsealed_config(inner, caller, integration).await?;
     let credentials =
-        match crate::credentials::resolve(inner, &config.authentication_template, key).await? {
+        match crate::credentials::resolve(inner, caller, &config.authentication_template, key)
+            .await?
+        {
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
         };
@@ -1136,7 +1166,7 @@ pub(crate) async fn resolve_target(
         &target,
         &credentials.connection.template,
         &credentials.values,
-        session_label(key),
+        session_label(caller.scope(), key),
     );
     Ok(Ok(ResolvedTarget {
         target,
@@ -1159,10 +1189,11 @@ pub(crate) fn display_url(config: &Value) -> Option<String> {
 /// Lists the server's tools with the connection's credentials.
 pub(crate) async fn produce_tools(
     inner: &Inner,
+    caller: &Caller,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> Result<Produced, String> {
-    let resolved = match resolve_target(inner, integration, key).await {
+    let resolved = match resolve_target(inner, caller, integration, key).await {
         Ok(Ok(r)) => r,
         Ok(Err(tool_error)) => return Err(tool_error.message),
         Err(e) => return Err(e.to_string()),
@@ -1199,21 +1230,12 @@ pub(crate) fn watch_list_changed(inner: &Arc<Inner>) {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     inner.mcp.on_list_changed(Arc::new(move |label: &str| {
         let Some(inner) = weak.upgrade() else { return };
-        let mut parts = label.splitn(3, '/');
-        let (Some(integration), Some(owner), Some(name)) =
-            (parts.next(), parts.next(), parts.next())
-        else {
+        let Some((scope, key)) = crate::catalog::parse_session_label(label) else {
             return;
-        };
-        let Ok(owner) = owner.parse() else { return };
-        let key = ConnectionKey {
-            owner,
-            integration: integration.to_owned(),
-            name: name.to_owned(),
         };
         let io = inner.io.clone();
         io.spawn(async move {
-            if let Err(e) = inner.store.mark_stale(&inner.scope, &key).await {
+            if let Err(e) = inner.store.mark_stale(&scope, &key).await {
                 tracing::warn!(error = %e, "could not mark a catalog stale");
             }
         });
@@ -1273,7 +1295,11 @@ pub(crate) async fn call(
             address.integration.clone(),
             address.connection.clone(),
         );
-        if let Err(e) = inner.store.mark_stale(&inner.scope, &key).await {
+        if let Err(e) = inner
+            .store
+            .mark_stale(ctx.journal.caller.scope(), &key)
+            .await
+        {
             tracing::warn!(error = %e, "could not mark a catalog stale");
         }
     }

@@ -14,12 +14,13 @@ use std::time::Duration;
 use executor_core::auth::{AuthMethod, select_method};
 use executor_core::{Owner, ToolError, now_ms};
 use executor_store::{
-    ConnectionKey, ConnectionOAuth, ConnectionRecord, OAuthClientRecord, OAuthSessionRecord,
+    ConnectionKey, ConnectionOAuth, ConnectionRecord, OAuthClientRecord, OAuthSessionRecord, Scope,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::catalog::{IntegrationView, session_label};
+use crate::caller::{Caller, RowsKey};
+use crate::catalog::{IntegrationView, connection_path};
 use crate::error::{EngineError, EngineResult};
 use crate::providers::VAULT as DEFAULT_PROVIDER;
 use crate::{Engine, Inner};
@@ -125,7 +126,9 @@ pub struct OAuthProbe {
 /// an epoch that moves whenever the connection's tokens are replaced.
 #[derive(Default)]
 pub(crate) struct RefreshLocks {
-    slots: std::sync::Mutex<HashMap<ConnectionKey, Arc<RefreshSlot>>>,
+    /// By connection, as everyone who uses it sees it (an org connection's tokens are shared
+    /// by the tenant's users, so are its refreshes).
+    slots: std::sync::Mutex<HashMap<(RowsKey, ConnectionKey), Arc<RefreshSlot>>>,
 }
 
 #[derive(Default)]
@@ -135,20 +138,23 @@ struct RefreshSlot {
 }
 
 impl RefreshLocks {
-    fn slot(&self, key: &ConnectionKey) -> Arc<RefreshSlot> {
+    fn slot(&self, caller: &Caller, key: &ConnectionKey) -> Arc<RefreshSlot> {
         let mut map = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(key.clone()).or_default().clone()
+        map.entry((caller.owner_key(key.owner), key.clone()))
+            .or_default()
+            .clone()
     }
 
     /// How many times this process replaced the connection's tokens. Read before its
     /// credentials are, it tells a caller whose token was refused whether a newer one exists.
-    pub(crate) fn epoch(&self, key: &ConnectionKey) -> u64 {
+    pub(crate) fn epoch(&self, caller: &Caller, key: &ConnectionKey) -> u64 {
         let map = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(key).map_or(0, |s| s.epoch.load(Ordering::Acquire))
+        map.get(&(caller.owner_key(key.owner), key.clone()))
+            .map_or(0, |s| s.epoch.load(Ordering::Acquire))
     }
 
-    fn bump(&self, key: &ConnectionKey) {
-        self.slot(key).epoch.fetch_add(1, Ordering::AcqRel);
+    fn bump(&self, caller: &Caller, key: &ConnectionKey) {
+        self.slot(caller, key).epoch.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -161,32 +167,40 @@ const MAX_RESULTS: usize = 1024;
 /// publishes each result to an in-memory store, for clients that cannot listen to the popup).
 #[derive(Default)]
 pub(crate) struct CallbackResults {
-    results: std::sync::Mutex<HashMap<String, (std::time::Instant, Value)>>,
+    /// By session: when it was published, whose flow it was, the result.
+    results: std::sync::Mutex<HashMap<String, (std::time::Instant, Scope, Value)>>,
 }
 
 impl CallbackResults {
     /// Keeps the first result of a session: a reloaded callback page (whose state is spent by
     /// then) does not replace the outcome that counted.
-    fn publish(&self, session: &str, result: Value, now: std::time::Instant) {
+    fn publish(&self, session: &str, scope: &Scope, result: Value, now: std::time::Instant) {
         let mut map = self.results.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, (at, _)| now.duration_since(*at) < RESULT_TTL);
+        map.retain(|_, (at, _, _)| now.duration_since(*at) < RESULT_TTL);
         if map.contains_key(session) {
             return;
         }
         if map.len() >= MAX_RESULTS
             && let Some(oldest) = map
                 .iter()
-                .min_by_key(|(_, (at, _))| *at)
+                .min_by_key(|(_, (at, _, _))| *at)
                 .map(|(k, _)| k.clone())
         {
             map.remove(&oldest);
         }
-        map.insert(session.to_owned(), (now, result));
+        map.insert(session.to_owned(), (now, scope.clone(), result));
     }
 
-    fn take(&self, session: &str, now: std::time::Instant) -> Option<Value> {
+    /// The result, once, for the caller whose flow it was.
+    fn take(&self, caller: &Caller, session: &str, now: std::time::Instant) -> Option<Value> {
         let mut map = self.results.lock().unwrap_or_else(|p| p.into_inner());
-        let (at, result) = map.remove(session)?;
+        if !map
+            .get(session)
+            .is_some_and(|(_, scope, _)| caller.may_act_for(scope))
+        {
+            return None;
+        }
+        let (at, _, result) = map.remove(session)?;
         (now.duration_since(at) < RESULT_TTL).then_some(result)
     }
 }
@@ -326,8 +340,12 @@ struct ClientAuth<'a> {
 }
 
 impl<'a> ClientAuth<'a> {
-    async fn of(inner: &Inner, client: &'a OAuthClientRecord) -> EngineResult<Self> {
-        let secret = client_secret(inner, client).await?;
+    async fn of(
+        inner: &Inner,
+        caller: &Caller,
+        client: &'a OAuthClientRecord,
+    ) -> EngineResult<Self> {
+        let secret = client_secret(inner, caller, client).await?;
         let method = match client.token_endpoint_auth_method.as_deref() {
             _ if secret.is_empty() => Some(AUTH_NONE),
             Some(AUTH_BASIC) => Some(AUTH_BASIC),
@@ -603,7 +621,7 @@ fn auth_tool_error(key: &ConnectionKey, code: &str, message: String) -> Box<Tool
             .with_details(json!({
                 "category": "authentication",
                 "integration": key.integration,
-                "credential": session_label(key),
+                "credential": connection_path(key),
                 "recovery": "Authorise the connection again with executor.coreTools.oauth.start \
                     (or re-create it with executor.coreTools.connections.createHandoff), then \
                     check it with executor.coreTools.connections.list.",
@@ -617,7 +635,7 @@ fn reauth_required(key: &ConnectionKey, why: &str) -> Box<ToolError> {
         "oauth_reauth_required",
         format!(
             "Connection {} must be authorised again: {why}",
-            session_label(key)
+            connection_path(key)
         ),
     )
 }
@@ -629,6 +647,7 @@ fn reauth_required(key: &ConnectionKey, why: &str) -> Box<ToolError> {
 /// process; calls that waited for it use its result.
 pub(crate) async fn ensure_fresh(
     inner: &Inner,
+    caller: &Caller,
     key: &ConnectionKey,
 ) -> EngineResult<Result<(), Box<ToolError>>> {
     let due = |oauth: &ConnectionOAuth| {
@@ -636,22 +655,30 @@ pub(crate) async fn ensure_fresh(
             .expires_at
             .is_some_and(|at| at <= now_ms() + REFRESH_WINDOW_MS)
     };
-    let Some(oauth) = inner.store.get_connection_oauth(&inner.scope, key).await? else {
+    let Some(oauth) = inner
+        .store
+        .get_connection_oauth(caller.scope(), key)
+        .await?
+    else {
         return Err(crate::catalog::connection_not_found(key));
     };
     if !due(&oauth) {
         return Ok(Ok(()));
     }
-    let slot = inner.oauth_refresh.slot(key);
+    let slot = inner.oauth_refresh.slot(caller, key);
     let _guard = slot.lock.lock().await;
     // Whoever held the lock may have refreshed already.
-    let Some(oauth) = inner.store.get_connection_oauth(&inner.scope, key).await? else {
+    let Some(oauth) = inner
+        .store
+        .get_connection_oauth(caller.scope(), key)
+        .await?
+    else {
         return Err(crate::catalog::connection_not_found(key));
     };
     if !due(&oauth) {
         return Ok(Ok(()));
     }
-    refresh(inner, key, oauth).await
+    refresh(inner, caller, key, oauth).await
 }
 
 /// An upstream answered 401 to an access token we took for valid (revoked, replaced by another
@@ -661,6 +688,7 @@ pub(crate) async fn ensure_fresh(
 /// refresh with, and the refusal stands.
 pub(crate) async fn refresh_after_rejection(
     inner: &Inner,
+    caller: &Caller,
     key: &ConnectionKey,
     seen_epoch: u64,
 ) -> EngineResult<Option<Result<(), Box<ToolError>>>> {
@@ -668,7 +696,7 @@ pub(crate) async fn refresh_after_rejection(
         EngineResult::Ok(
             inner
                 .store
-                .get_connection_oauth(&inner.scope, key)
+                .get_connection_oauth(caller.scope(), key)
                 .await?
                 .filter(|o| o.client.is_some() && o.client_owner.is_some()),
         )
@@ -676,7 +704,7 @@ pub(crate) async fn refresh_after_rejection(
     if refreshable().await?.is_none() {
         return Ok(None);
     }
-    let slot = inner.oauth_refresh.slot(key);
+    let slot = inner.oauth_refresh.slot(caller, key);
     let _guard = slot.lock.lock().await;
     if slot.epoch.load(Ordering::Acquire) != seen_epoch {
         return Ok(Some(Ok(())));
@@ -685,11 +713,12 @@ pub(crate) async fn refresh_after_rejection(
         return Ok(None);
     };
     tracing::info!(integration = %key.integration, connection = %key.name, "upstream refused the access token; refreshing it");
-    Ok(Some(refresh(inner, key, oauth).await?))
+    Ok(Some(refresh(inner, caller, key, oauth).await?))
 }
 
 async fn refresh(
     inner: &Inner,
+    caller: &Caller,
     key: &ConnectionKey,
     oauth: ConnectionOAuth,
 ) -> EngineResult<Result<(), Box<ToolError>>> {
@@ -701,7 +730,7 @@ async fn refresh(
     };
     let Some(client) = inner
         .store
-        .get_oauth_client(&inner.scope, client_owner, &client_slug)
+        .get_oauth_client(caller.scope(), client_owner, &client_slug)
         .await?
     else {
         return Ok(Err(reauth_required(
@@ -709,11 +738,11 @@ async fn refresh(
             &format!("its token expired and its OAuth client {client_slug:?} no longer exists."),
         )));
     };
-    let auth = ClientAuth::of(inner, &client).await?;
+    let auth = ClientAuth::of(inner, caller, &client).await?;
     let token_url = oauth.token_url.clone().unwrap_or(client.token_url.clone());
     let resource = client.resource.clone().unwrap_or_default();
     let refresh_token = match &oauth.refresh_item_id {
-        Some(item) => inner.store.get_secret(&inner.scope, item).await?,
+        Some(item) => inner.store.get_secret(caller.scope(), item).await?,
         None => None,
     };
     let result = if client.grant == GRANT_CLIENT_CREDENTIALS {
@@ -750,7 +779,7 @@ async fn refresh(
     match result {
         Ok(tokens) => {
             let mut next = oauth.clone();
-            store_tokens(inner, key, &mut next, tokens, None).await?;
+            store_tokens(inner, caller, key, &mut next, tokens, None).await?;
             tracing::info!(integration = %key.integration, connection = %key.name, "oauth token refreshed");
             Ok(Ok(()))
         }
@@ -760,11 +789,11 @@ async fn refresh(
             // server again.
             let mut next = oauth.clone();
             if let Some(item) = next.refresh_item_id.take() {
-                inner.store.delete_secret(&inner.scope, &item).await?;
+                inner.store.delete_secret(caller.scope(), &item).await?;
             }
             inner
                 .store
-                .save_oauth_tokens(&inner.scope, key, &[], &next)
+                .save_oauth_tokens(caller.scope(), key, &[], &next)
                 .await?;
             Ok(Err(reauth_required(
                 key,
@@ -779,7 +808,7 @@ async fn refresh(
             "oauth_refresh_failed",
             format!(
                 "Could not refresh the token of connection {}: {}",
-                session_label(key),
+                connection_path(key),
                 e.message
             ),
         ))),
@@ -807,6 +836,7 @@ fn missing_scopes(requested: &[String], granted: Option<&str>) -> Vec<String> {
 /// refresh (`None`) asks for none and keeps them.
 async fn store_tokens(
     inner: &Inner,
+    caller: &Caller,
     key: &ConnectionKey,
     oauth: &mut ConnectionOAuth,
     tokens: TokenResponse,
@@ -828,9 +858,9 @@ async fn store_tokens(
     }
     inner
         .store
-        .save_oauth_tokens(&inner.scope, key, &secrets, oauth)
+        .save_oauth_tokens(caller.scope(), key, &secrets, oauth)
         .await?;
-    inner.oauth_refresh.bump(key);
+    inner.oauth_refresh.bump(caller, key);
     Ok(())
 }
 
@@ -842,11 +872,15 @@ fn client_secret_item(owner: Owner, slug: &str) -> String {
     format!("oauth-client:{owner}:{slug}:secret")
 }
 
-async fn client_secret(inner: &Inner, client: &OAuthClientRecord) -> EngineResult<String> {
+async fn client_secret(
+    inner: &Inner,
+    caller: &Caller,
+    client: &OAuthClientRecord,
+) -> EngineResult<String> {
     Ok(match &client.client_secret_item_id {
         Some(item) => inner
             .store
-            .get_secret(&inner.scope, item)
+            .get_secret(caller.scope(), item)
             .await?
             .unwrap_or_default(),
         None => String::new(),
@@ -864,16 +898,16 @@ pub(crate) fn is_oauth(methods: &[AuthMethod], template: &str) -> bool {
 // ---- the engine API ----------------------------------------------------------------------
 
 impl Engine {
-    pub async fn list_oauth_clients(&self) -> EngineResult<Vec<OAuthClientView>> {
-        Ok(self
-            .inner
-            .store
-            .list_oauth_clients(&self.inner.scope)
-            .await?)
+    pub async fn list_oauth_clients(&self, caller: &Caller) -> EngineResult<Vec<OAuthClientView>> {
+        Ok(self.inner.store.list_oauth_clients(caller.scope()).await?)
     }
 
     /// Upserts a manual client; the secret goes to the vault.
-    pub async fn put_oauth_client(&self, input: OAuthClientInput) -> EngineResult<String> {
+    pub async fn put_oauth_client(
+        &self,
+        caller: &Caller,
+        input: OAuthClientInput,
+    ) -> EngineResult<String> {
         let slug = input.slug.trim().to_owned();
         if slug.is_empty() {
             return Err(EngineError::InvalidInput {
@@ -925,12 +959,12 @@ impl Engine {
             }
         };
         let secret_item = self
-            .save_client_secret(input.owner, &slug, input.client_secret.as_deref())
+            .save_client_secret(caller, input.owner, &slug, input.client_secret.as_deref())
             .await?;
         self.inner
             .store
             .upsert_oauth_client(
-                &self.inner.scope,
+                caller.scope(),
                 &OAuthClientRecord {
                     owner: input.owner,
                     slug: slug.clone(),
@@ -961,6 +995,7 @@ impl Engine {
 
     async fn save_client_secret(
         &self,
+        caller: &Caller,
         owner: Owner,
         slug: &str,
         secret: Option<&str>,
@@ -970,14 +1005,14 @@ impl Engine {
             Some(secret) => {
                 self.inner
                     .store
-                    .put_secret(&self.inner.scope, &item, secret)
+                    .put_secret(caller.scope(), &item, secret)
                     .await?;
                 Ok(Some(item))
             }
             None => {
                 self.inner
                     .store
-                    .delete_secret(&self.inner.scope, &item)
+                    .delete_secret(caller.scope(), &item)
                     .await?;
                 Ok(None)
             }
@@ -985,15 +1020,20 @@ impl Engine {
     }
 
     /// Idempotent. Connections that use the client keep working until their next refresh.
-    pub async fn remove_oauth_client(&self, owner: Owner, slug: &str) -> EngineResult<bool> {
+    pub async fn remove_oauth_client(
+        &self,
+        caller: &Caller,
+        owner: Owner,
+        slug: &str,
+    ) -> EngineResult<bool> {
         let removed = self
             .inner
             .store
-            .delete_oauth_client(&self.inner.scope, owner, slug)
+            .delete_oauth_client(caller.scope(), owner, slug)
             .await?;
         self.inner
             .store
-            .delete_secret(&self.inner.scope, &client_secret_item(owner, slug))
+            .delete_secret(caller.scope(), &client_secret_item(owner, slug))
             .await?;
         Ok(removed)
     }
@@ -1002,6 +1042,7 @@ impl Engine {
     /// redirect URI. Returns the client's slug.
     pub async fn register_dynamic_client(
         &self,
+        caller: &Caller,
         input: RegisterDynamicClient,
     ) -> EngineResult<String> {
         let endpoint = check_url("registrationEndpoint", &input.registration_endpoint)?;
@@ -1014,7 +1055,7 @@ impl Engine {
             .filter(|i| !i.trim().is_empty())
             .unwrap_or_else(|| endpoint.origin().ascii_serialization());
         let resource = input.resource.clone().filter(|r| !r.trim().is_empty());
-        let existing = self.list_oauth_clients().await?;
+        let existing = self.list_oauth_clients(caller).await?;
         if let Some(reusable) = existing.iter().find(|c| {
             c.owner == input.owner
                 && c.origin_kind == ORIGIN_DCR
@@ -1113,12 +1154,12 @@ impl Engine {
             }
         };
         let secret_item = self
-            .save_client_secret(input.owner, &slug, secret.as_deref())
+            .save_client_secret(caller, input.owner, &slug, secret.as_deref())
             .await?;
         self.inner
             .store
             .upsert_oauth_client(
-                &self.inner.scope,
+                caller.scope(),
                 &OAuthClientRecord {
                     owner: input.owner,
                     slug: slug.clone(),
@@ -1290,11 +1331,15 @@ impl Engine {
 
     /// Starts a flow: client credentials mint the connection at once; authorization code
     /// answers with the URL to send a person to.
-    pub async fn start_oauth(&self, input: OAuthStart) -> EngineResult<OAuthStarted> {
+    pub async fn start_oauth(
+        &self,
+        caller: &Caller,
+        input: OAuthStart,
+    ) -> EngineResult<OAuthStarted> {
         let client = self
             .inner
             .store
-            .get_oauth_client(&self.inner.scope, input.client_owner, &input.client)
+            .get_oauth_client(caller.scope(), input.client_owner, &input.client)
             .await?
             .ok_or_else(|| {
                 oauth_error(
@@ -1306,9 +1351,9 @@ impl Engine {
                 )
             })?;
         let integration = self
-            .check_oauth_template(&input.integration, &input.template)
+            .check_oauth_template(caller, &input.integration, &input.template)
             .await?;
-        if input.owner == Owner::User && self.inner.scope.subject.is_none() {
+        if input.owner == Owner::User && caller.scope().subject.is_none() {
             return Err(EngineError::InvalidConnectionInput {
                 message: "Cannot create a personal connection: this context has no user subject."
                     .to_owned(),
@@ -1328,7 +1373,7 @@ impl Engine {
         let scope = scopes.join(" ");
         let resource = client.resource.clone().unwrap_or_default();
         if client.grant == GRANT_CLIENT_CREDENTIALS {
-            let auth = ClientAuth::of(&self.inner, &client).await?;
+            let auth = ClientAuth::of(&self.inner, caller, &client).await?;
             let tokens = post_token(
                 &self.inner,
                 &client.token_url,
@@ -1343,6 +1388,7 @@ impl Engine {
             .map_err(|e| oauth_error("OAuthStartError", e.message))?;
             let connection = self
                 .mint_connection(
+                    caller,
                     &client,
                     input.owner,
                     &input.integration,
@@ -1378,7 +1424,7 @@ impl Engine {
         self.inner
             .store
             .insert_oauth_session(
-                &self.inner.scope,
+                caller.scope(),
                 &OAuthSessionRecord {
                     state: state.clone(),
                     owner: input.owner,
@@ -1404,11 +1450,16 @@ impl Engine {
 
     /// Exchanges the code of a session and mints its connection. The session is consumed
     /// whatever the outcome; an unknown or expired state stores nothing.
-    pub async fn complete_oauth(&self, state: &str, code: &str) -> EngineResult<OAuthConnection> {
+    pub async fn complete_oauth(
+        &self,
+        caller: &Caller,
+        state: &str,
+        code: &str,
+    ) -> EngineResult<OAuthConnection> {
         let session = self
             .inner
             .store
-            .take_oauth_session(&self.inner.scope, state)
+            .take_oauth_session(caller.scope(), state)
             .await?
             .filter(|s| s.expires_at > now_ms())
             .ok_or_else(|| EngineError::OAuthSessionNotFound {
@@ -1423,11 +1474,7 @@ impl Engine {
         let client = self
             .inner
             .store
-            .get_oauth_client(
-                &self.inner.scope,
-                session.client_owner,
-                &session.client_slug,
-            )
+            .get_oauth_client(caller.scope(), session.client_owner, &session.client_slug)
             .await?
             .ok_or_else(|| {
                 oauth_error(
@@ -1435,7 +1482,7 @@ impl Engine {
                     format!("The OAuth client {:?} was removed.", session.client_slug),
                 )
             })?;
-        let auth = ClientAuth::of(&self.inner, &client).await?;
+        let auth = ClientAuth::of(&self.inner, caller, &client).await?;
         let resource = client.resource.clone().unwrap_or_default();
         let tokens = post_token(
             &self.inner,
@@ -1463,6 +1510,7 @@ impl Engine {
             })
             .unwrap_or_default();
         self.mint_connection(
+            caller,
             &client,
             session.owner,
             &session.integration,
@@ -1476,28 +1524,32 @@ impl Engine {
     }
 
     /// Publishes the result the callback page reported for a flow (`sessionId` = its state).
-    pub fn publish_oauth_result(&self, session_id: &str, result: Value) {
+    /// Only the same caller reads it back.
+    pub fn publish_oauth_result(&self, caller: &Caller, session_id: &str, result: Value) {
         if session_id.is_empty() {
             return;
         }
-        self.inner
-            .oauth_results
-            .publish(session_id, result, std::time::Instant::now());
+        self.inner.oauth_results.publish(
+            session_id,
+            caller.scope(),
+            result,
+            std::time::Instant::now(),
+        );
     }
 
     /// The published result of a flow, once: `None` when there is none (yet), it was read
     /// already, or it is older than ten minutes.
-    pub fn take_oauth_result(&self, session_id: &str) -> Option<Value> {
+    pub fn take_oauth_result(&self, caller: &Caller, session_id: &str) -> Option<Value> {
         self.inner
             .oauth_results
-            .take(session_id, std::time::Instant::now())
+            .take(caller, session_id, std::time::Instant::now())
     }
 
     /// Drops a pending session (idempotent).
-    pub async fn cancel_oauth(&self, state: &str) -> EngineResult<()> {
+    pub async fn cancel_oauth(&self, caller: &Caller, state: &str) -> EngineResult<()> {
         self.inner
             .store
-            .take_oauth_session(&self.inner.scope, state)
+            .take_oauth_session(caller.scope(), state)
             .await?;
         Ok(())
     }
@@ -1505,25 +1557,30 @@ impl Engine {
     /// The OAuth columns of a connection (`None` when it does not exist).
     pub async fn connection_oauth(
         &self,
+        caller: &Caller,
         key: &ConnectionKey,
     ) -> EngineResult<Option<ConnectionOAuth>> {
         Ok(self
             .inner
             .store
-            .get_connection_oauth(&self.inner.scope, key)
+            .get_connection_oauth(caller.scope(), key)
             .await?)
     }
 
     /// Marks a connection's access token as expired, so the next call refreshes it.
-    pub async fn expire_oauth_token(&self, key: &ConnectionKey) -> EngineResult<()> {
+    pub async fn expire_oauth_token(
+        &self,
+        caller: &Caller,
+        key: &ConnectionKey,
+    ) -> EngineResult<()> {
         let mut oauth = self
-            .connection_oauth(key)
+            .connection_oauth(caller, key)
             .await?
             .ok_or_else(|| crate::catalog::connection_not_found(key))?;
         oauth.expires_at = Some(now_ms());
         self.inner
             .store
-            .save_oauth_tokens(&self.inner.scope, key, &[], &oauth)
+            .save_oauth_tokens(caller.scope(), key, &[], &oauth)
             .await?;
         Ok(())
     }
@@ -1556,10 +1613,11 @@ impl Engine {
 
     async fn check_oauth_template(
         &self,
+        caller: &Caller,
         integration: &str,
         template: &str,
     ) -> EngineResult<executor_store::IntegrationRecord> {
-        let record = self.integration_record(integration).await?;
+        let record = self.integration_record(caller, integration).await?;
         let view = IntegrationView::from_record(&record);
         match view.auth_methods.iter().find(|m| m.slug() == template) {
             Some(AuthMethod::Oauth2 { .. }) => Ok(record),
@@ -1573,6 +1631,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     async fn mint_connection(
         &self,
+        caller: &Caller,
         client: &OAuthClientRecord,
         owner: Owner,
         integration: &str,
@@ -1582,7 +1641,7 @@ impl Engine {
         tokens: TokenResponse,
         requested: &[String],
     ) -> EngineResult<OAuthConnection> {
-        let integration_record = self.integration_record(integration).await?;
+        let integration_record = self.integration_record(caller, integration).await?;
         let key = ConnectionKey::new(owner, integration, name);
         let access_item = format!("{}:token", item_prefix(&key));
         // The refresh token's item is listed too, so removing the connection deletes it.
@@ -1591,7 +1650,7 @@ impl Engine {
         self.inner
             .store
             .upsert_connection(
-                &self.inner.scope,
+                caller.scope(),
                 &ConnectionRecord {
                     owner,
                     integration: integration.to_owned(),
@@ -1615,13 +1674,21 @@ impl Engine {
             client_owner: Some(client.owner),
             ..ConnectionOAuth::default()
         };
-        store_tokens(&self.inner, &key, &mut oauth, tokens, Some(requested)).await?;
-        let label = session_label(&key);
-        self.inner.mcp.close_where(move |l| l == label).await;
-        self.produce_tools(&integration_record, &key).await?;
+        store_tokens(
+            &self.inner,
+            caller,
+            &key,
+            &mut oauth,
+            tokens,
+            Some(requested),
+        )
+        .await?;
+        self.close_connection_sessions(caller, &key).await;
+        self.produce_tools(caller, &integration_record, &key)
+            .await?;
         self.catalog_changed();
         Ok(OAuthConnection {
-            connection: self.get_connection(&key).await?,
+            connection: self.get_connection(caller, &key).await?,
             oauth,
         })
     }
@@ -1656,19 +1723,22 @@ mod tests {
     }
 
     #[test]
-    fn callback_results_are_read_once_and_expire() {
+    fn callback_results_are_read_once_by_their_caller_and_expire() {
         let results = CallbackResults::default();
+        let me = Caller::local("t");
+        let other = Caller::local("u");
         let t0 = std::time::Instant::now();
-        results.publish("s1", json!({"ok": true}), t0);
+        results.publish("s1", me.scope(), json!({"ok": true}), t0);
         // The first result of a session counts.
-        results.publish("s1", json!({"ok": false}), t0);
-        assert_eq!(results.take("s1", t0), Some(json!({"ok": true})));
-        assert_eq!(results.take("s1", t0), None);
-        results.publish("s2", json!({"ok": true}), t0);
-        assert_eq!(results.take("s2", t0 + RESULT_TTL), None, "expired");
-        results.publish("s3", json!(1), t0);
+        results.publish("s1", me.scope(), json!({"ok": false}), t0);
+        assert_eq!(results.take(&other, "s1", t0), None, "another tenant's");
+        assert_eq!(results.take(&me, "s1", t0), Some(json!({"ok": true})));
+        assert_eq!(results.take(&me, "s1", t0), None);
+        results.publish("s2", me.scope(), json!({"ok": true}), t0);
+        assert_eq!(results.take(&me, "s2", t0 + RESULT_TTL), None, "expired");
+        results.publish("s3", me.scope(), json!(1), t0);
         // Publishing later sweeps the expired ones.
-        results.publish("s4", json!(2), t0 + RESULT_TTL);
+        results.publish("s4", me.scope(), json!(2), t0 + RESULT_TTL);
         assert_eq!(results.results.lock().unwrap().len(), 1);
     }
 

@@ -13,6 +13,7 @@ use executor_store::{ConnectionKey, IntegrationRecord, StoreError, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::caller::{Caller, RowsKey};
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::{Produced, binding};
 use crate::{Engine, Inner};
@@ -68,10 +69,10 @@ pub(crate) fn display_url(config: &Value) -> Option<String> {
     config.base_url.or(config.spec_url)
 }
 
-async fn spec_text(inner: &Inner, hash: &str) -> Result<String, String> {
+async fn spec_text(inner: &Inner, caller: &Caller, hash: &str) -> Result<String, String> {
     let bytes = inner
         .store
-        .get_blob(&inner.scope, hash)
+        .get_blob(caller.scope(), hash)
         .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("the stored spec {hash} is missing"))?;
@@ -100,6 +101,7 @@ fn compile_key(hash: &str, overrides: Option<&Value>, url: Option<&str>) -> Stri
 /// connection of an integration shares one extraction.
 pub(crate) async fn compiled(
     inner: &Inner,
+    caller: &Caller,
     config: &OpenApiConfig,
 ) -> Result<Arc<Extraction>, String> {
     let key = compile_key(
@@ -110,7 +112,7 @@ pub(crate) async fn compiled(
     if let Some(hit) = inner.documents.openapi_extraction(&key) {
         return Ok(hit);
     }
-    let text = spec_text(inner, &config.spec_hash).await?;
+    let text = spec_text(inner, caller, &config.spec_hash).await?;
     let overrides = config.spec_overrides.clone();
     let url = config.spec_url.clone();
     let extraction = tokio::task::spawn_blocking(move || {
@@ -130,11 +132,12 @@ pub(crate) async fn compiled(
 /// Every operation of the spec becomes a tool of the connection; its binding is stored with it.
 pub(crate) async fn produce_tools(
     inner: &Inner,
+    caller: &Caller,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> Result<Produced, String> {
     let config = OpenApiConfig::from_record(integration).map_err(|e| e.to_string())?;
-    let extraction = compiled(inner, &config).await?;
+    let extraction = compiled(inner, caller, &config).await?;
     let tools = extraction
         .tools
         .iter()
@@ -182,11 +185,13 @@ pub(crate) fn annotations(requires_approval: bool, description: Option<String>) 
 #[derive(Default)]
 pub(crate) struct Validators {
     tools: Mutex<HashMap<ToolKey, Compiled>>,
-    definitions: Mutex<(u64, HashMap<ConnectionKey, Definitions>)>,
+    definitions: Mutex<(u64, HashMap<ConnectionOf, Definitions>)>,
 }
 
-/// A connection's tool by name.
-type ToolKey = (ConnectionKey, String);
+/// A connection as a tenant and subject see it.
+type ConnectionOf = (RowsKey, ConnectionKey);
+/// A connection's tool by name, for a tenant and subject.
+type ToolKey = (RowsKey, ConnectionKey, String);
 /// A check and the tool record it was compiled from.
 type Compiled = (Arc<ToolRecord>, Arc<ArgsValidator>);
 /// A connection's shared `$defs`.
@@ -215,7 +220,11 @@ impl Validators {
     }
 }
 
-async fn definitions(inner: &Inner, key: &ConnectionKey) -> EngineResult<Arc<Map<String, Value>>> {
+async fn definitions(
+    inner: &Inner,
+    caller: &Caller,
+    key: &ConnectionKey,
+) -> EngineResult<Arc<Map<String, Value>>> {
     let generation = inner.catalog_generation.load(Ordering::Acquire);
     {
         let cached = inner
@@ -224,12 +233,12 @@ async fn definitions(inner: &Inner, key: &ConnectionKey) -> EngineResult<Arc<Map
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if cached.0 == generation
-            && let Some(d) = cached.1.get(key)
+            && let Some(d) = cached.1.get(&(caller.rows_key(), key.clone()))
         {
             return Ok(d.clone());
         }
     }
-    let defs = Arc::new(inner.store.tool_definitions(&inner.scope, key).await?);
+    let defs = Arc::new(inner.store.tool_definitions(caller.scope(), key).await?);
     let mut cached = inner
         .openapi_validators
         .definitions
@@ -246,7 +255,9 @@ async fn definitions(inner: &Inner, key: &ConnectionKey) -> EngineResult<Arc<Map
     if cached.1.len() >= MAX_DEFINITION_SETS {
         cached.1.clear();
     }
-    cached.1.insert(key.clone(), defs.clone());
+    cached
+        .1
+        .insert((caller.rows_key(), key.clone()), defs.clone());
     Ok(defs)
 }
 
@@ -255,6 +266,7 @@ async fn definitions(inner: &Inner, key: &ConnectionKey) -> EngineResult<Arc<Map
 /// person to approve it.
 pub(crate) async fn validate(
     inner: &Inner,
+    caller: &Caller,
     tool: &Arc<ToolRecord>,
     args: &Value,
 ) -> Result<(), Box<ToolError>> {
@@ -263,11 +275,11 @@ pub(crate) async fn validate(
         tool.integration.clone(),
         tool.connection.clone(),
     );
-    let key = (conn, tool.name.clone());
+    let key = (caller.rows_key(), conn, tool.name.clone());
     if let Some(v) = inner.openapi_validators.lookup(&key, tool) {
         return v.validate(args).map_err(Box::new);
     }
-    let defs = match definitions(inner, &key.0).await {
+    let defs = match definitions(inner, caller, &key.1).await {
         Ok(d) => d,
         Err(e) => {
             // The binding's own checks still apply; the schema check comes back with the store.
@@ -289,12 +301,15 @@ pub(crate) struct Connected {
 
 pub(crate) async fn connect(
     inner: &Inner,
+    caller: &Caller,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> EngineResult<Result<Connected, Box<ToolError>>> {
     let config = OpenApiConfig::from_record(integration)?;
     let credentials =
-        match crate::credentials::resolve(inner, &config.authentication_template, key).await? {
+        match crate::credentials::resolve(inner, caller, &config.authentication_template, key)
+            .await?
+        {
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
         };
@@ -607,11 +622,15 @@ impl Engine {
 
     /// Adds an OpenAPI integration. Nothing is stored unless the spec loads; no connection is
     /// created (tools come with a connection).
-    pub async fn add_openapi_spec(&self, input: AddOpenApiSpec) -> EngineResult<AddedOpenApiSpec> {
+    pub async fn add_openapi_spec(
+        &self,
+        caller: &Caller,
+        input: AddOpenApiSpec,
+    ) -> EngineResult<AddedOpenApiSpec> {
         let explicit_slug = non_blank(input.slug.clone());
         if let Some(slug) = &explicit_slug {
             check_slug(slug)?;
-            self.ensure_slug_free(slug).await?;
+            self.ensure_slug_free(caller, slug).await?;
         }
         let text: Arc<str> = self
             .openapi_spec_text(&input.spec, &input.headers, &input.query_params)
@@ -638,7 +657,7 @@ impl Engine {
                 } else {
                     derived
                 };
-                self.ensure_slug_free(&derived).await?;
+                self.ensure_slug_free(caller, &derived).await?;
                 derived
             }
         };
@@ -668,7 +687,7 @@ impl Engine {
         let spec_hash = self
             .inner
             .store
-            .put_blob(&self.inner.scope, text.as_bytes())
+            .put_blob(caller.scope(), text.as_bytes())
             .await?;
         let config = OpenApiConfig {
             spec_url: spec_url.clone(),
@@ -714,16 +733,16 @@ impl Engine {
         match self
             .inner
             .store
-            .insert_integration(&self.inner.scope, &record)
+            .insert_integration(caller.scope(), &record)
             .await
         {
             Ok(()) => {}
             Err(StoreError::AlreadyExists) => {
-                self.delete_blob_if_unused(&spec_hash).await?;
+                self.delete_blob_if_unused(caller, &spec_hash).await?;
                 return Err(EngineError::IntegrationAlreadyExists { slug });
             }
             Err(e) => {
-                self.delete_blob_if_unused(&spec_hash).await?;
+                self.delete_blob_if_unused(caller, &spec_hash).await?;
                 return Err(e.into());
             }
         }
@@ -735,12 +754,12 @@ impl Engine {
         })
     }
 
-    async fn ensure_slug_free(&self, slug: &str) -> EngineResult<()> {
+    async fn ensure_slug_free(&self, caller: &Caller, slug: &str) -> EngineResult<()> {
         if slug == crate::BUILTIN_INTEGRATION
             || self
                 .inner
                 .store
-                .get_integration(&self.inner.scope, slug)
+                .get_integration(caller.scope(), slug)
                 .await?
                 .is_some()
         {
@@ -752,17 +771,25 @@ impl Engine {
     }
 
     /// The OpenAPI integration's record; `None` when unknown or of another kind.
-    async fn openapi_record(&self, slug: &str) -> EngineResult<Option<IntegrationRecord>> {
+    async fn openapi_record(
+        &self,
+        caller: &Caller,
+        slug: &str,
+    ) -> EngineResult<Option<IntegrationRecord>> {
         Ok(self
             .inner
             .store
-            .get_integration(&self.inner.scope, slug)
+            .get_integration(caller.scope(), slug)
             .await?
             .filter(|r| r.plugin_id == PLUGIN_ID))
     }
 
-    async fn require_openapi_record(&self, slug: &str) -> EngineResult<IntegrationRecord> {
-        self.openapi_record(slug)
+    async fn require_openapi_record(
+        &self,
+        caller: &Caller,
+        slug: &str,
+    ) -> EngineResult<IntegrationRecord> {
+        self.openapi_record(caller, slug)
             .await?
             .ok_or_else(|| EngineError::IntegrationNotFound {
                 slug: slug.to_owned(),
@@ -772,9 +799,10 @@ impl Engine {
     /// `None` when the slug is unknown or not an OpenAPI integration.
     pub async fn get_openapi_integration(
         &self,
+        caller: &Caller,
         slug: &str,
     ) -> EngineResult<Option<OpenApiIntegrationView>> {
-        Ok(self.openapi_record(slug).await?.map(|record| {
+        Ok(self.openapi_record(caller, slug).await?.map(|record| {
             let view = crate::IntegrationView::from_record(&record);
             OpenApiIntegrationView {
                 slug: record.slug,
@@ -787,8 +815,12 @@ impl Engine {
     }
 
     /// `None` when the slug is unknown or not an OpenAPI integration.
-    pub async fn get_openapi_config(&self, slug: &str) -> EngineResult<Option<OpenApiConfigView>> {
-        let Some(record) = self.openapi_record(slug).await? else {
+    pub async fn get_openapi_config(
+        &self,
+        caller: &Caller,
+        slug: &str,
+    ) -> EngineResult<Option<OpenApiConfigView>> {
+        let Some(record) = self.openapi_record(caller, slug).await? else {
             return Ok(None);
         };
         let config = OpenApiConfig::from_record(&record)?;
@@ -807,12 +839,13 @@ impl Engine {
     /// Returns the stored auth methods.
     pub async fn configure_openapi(
         &self,
+        caller: &Caller,
         slug: &str,
         authentication_template: Option<Vec<AuthMethodInput>>,
         mode: AuthTemplateMode,
         base_url: Option<Option<String>>,
     ) -> EngineResult<Vec<AuthMethod>> {
-        let mut record = self.require_openapi_record(slug).await?;
+        let mut record = self.require_openapi_record(caller, slug).await?;
         let mut config = OpenApiConfig::from_record(&record)?;
         if let Some(inputs) = authentication_template {
             config.authentication_template = match mode {
@@ -833,7 +866,7 @@ impl Engine {
         record.updated_at = now;
         self.inner
             .store
-            .upsert_integration(&self.inner.scope, &record)
+            .upsert_integration(caller.scope(), &record)
             .await?;
         self.catalog_changed();
         Ok(config.authentication_template)
@@ -845,11 +878,12 @@ impl Engine {
     /// stored ones.
     pub async fn update_openapi_spec(
         &self,
+        caller: &Caller,
         slug: &str,
         spec: Option<OpenApiSpecSource>,
         spec_overrides: Option<Value>,
     ) -> EngineResult<OpenApiSpecUpdate> {
-        let mut record = self.require_openapi_record(slug).await?;
+        let mut record = self.require_openapi_record(caller, slug).await?;
         let old = OpenApiConfig::from_record(&record)?;
         let source = match spec {
             Some(s) => s,
@@ -876,7 +910,7 @@ impl Engine {
         let (_, extraction) =
             Self::compile_openapi(text.clone(), overrides.clone(), spec_url.clone()).await?;
         require_tools(&extraction)?;
-        let before: BTreeSet<String> = match compiled(&self.inner, &old).await {
+        let before: BTreeSet<String> = match compiled(&self.inner, caller, &old).await {
             Ok(e) => e.tools.iter().map(|t| t.name.clone()).collect(),
             Err(e) => {
                 tracing::warn!(integration = %slug, error = %e, "the previous spec no longer compiles");
@@ -887,7 +921,7 @@ impl Engine {
         let spec_hash = self
             .inner
             .store
-            .put_blob(&self.inner.scope, text.as_bytes())
+            .put_blob(caller.scope(), text.as_bytes())
             .await?;
         let config = OpenApiConfig {
             spec_url: spec_url.clone(),
@@ -912,13 +946,14 @@ impl Engine {
         record.updated_at = now;
         self.inner
             .store
-            .upsert_integration(&self.inner.scope, &record)
+            .upsert_integration(caller.scope(), &record)
             .await?;
-        for connection in self.list_connections(Some(slug), None).await? {
-            self.produce_tools(&record, &connection.key()).await?;
+        for connection in self.list_connections(caller, Some(slug), None).await? {
+            self.produce_tools(caller, &record, &connection.key())
+                .await?;
         }
         if old.spec_hash != spec_hash {
-            self.delete_blob_if_unused(&old.spec_hash).await?;
+            self.delete_blob_if_unused(caller, &old.spec_hash).await?;
         }
         self.catalog_changed();
         Ok(OpenApiSpecUpdate {
@@ -933,11 +968,15 @@ impl Engine {
     /// Removes an OpenAPI integration with its connections and tools, and its spec text unless
     /// another integration uses the same document. Unknown slugs succeed silently; a slug of
     /// another kind is `IntegrationNotFound`.
-    pub async fn remove_openapi_integration(&self, slug: &str) -> EngineResult<()> {
+    pub async fn remove_openapi_integration(
+        &self,
+        caller: &Caller,
+        slug: &str,
+    ) -> EngineResult<()> {
         let Some(record) = self
             .inner
             .store
-            .get_integration(&self.inner.scope, slug)
+            .get_integration(caller.scope(), slug)
             .await?
         else {
             return Ok(());
@@ -947,28 +986,22 @@ impl Engine {
                 slug: slug.to_owned(),
             });
         }
-        self.remove_integration(slug).await?;
+        self.remove_integration(caller, slug).await?;
         if let Ok(config) = OpenApiConfig::from_record(&record) {
-            self.delete_blob_if_unused(&config.spec_hash).await?;
+            self.delete_blob_if_unused(caller, &config.spec_hash)
+                .await?;
         }
         Ok(())
     }
 
     /// Deletes a document blob no integration's config names any more.
-    async fn delete_blob_if_unused(&self, hash: &str) -> EngineResult<()> {
-        let integrations = self
-            .inner
-            .store
-            .list_integrations(&self.inner.scope)
-            .await?;
+    async fn delete_blob_if_unused(&self, caller: &Caller, hash: &str) -> EngineResult<()> {
+        let integrations = self.inner.store.list_integrations(caller.scope()).await?;
         let used = integrations
             .iter()
             .any(|i| i.config.to_string().contains(hash));
         if !used {
-            self.inner
-                .store
-                .delete_blob(&self.inner.scope, hash)
-                .await?;
+            self.inner.store.delete_blob(caller.scope(), hash).await?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use executor_core::{Owner, now_ms};
 use executor_store::PolicyRecord;
 
 use crate::Engine;
+use crate::caller::{Caller, PolicyKey};
 use crate::error::{EngineError, EngineResult};
 
 /// A policy as the API returns it, with the number of known tools its pattern matches.
@@ -31,7 +32,8 @@ pub struct PolicyView {
 /// The rule snapshot, rebuilt when the catalog generation (bumped by policy writes) moves.
 #[derive(Default)]
 pub(crate) struct PolicyCache {
-    cached: tokio::sync::Mutex<Option<(u64, Arc<PolicySet>)>>,
+    /// By tenant, subject and policy source.
+    sets: crate::cache::PerKey<PolicyKey, PolicySet>,
 }
 
 fn invalid(message: impl Into<String>) -> EngineError {
@@ -63,10 +65,10 @@ fn rule_from(record: &PolicyRecord) -> Option<PolicyRule> {
 
 impl Engine {
     /// Every visible rule: user rules first, then org, each by position.
-    pub async fn list_policies(&self) -> EngineResult<Vec<PolicyView>> {
-        let set = self.policy_set().await?;
-        let ids = self.policy_tool_ids().await?;
-        let records = self.inner.store.list_policies(&self.inner.scope).await?;
+    pub async fn list_policies(&self, caller: &Caller) -> EngineResult<Vec<PolicyView>> {
+        let set = self.policy_set(caller).await?;
+        let ids = self.policy_tool_ids(caller).await?;
+        let records = self.inner.store.list_policies(caller.scope()).await?;
         Ok(set
             .rules()
             .iter()
@@ -84,17 +86,26 @@ impl Engine {
     /// A person's rule (the HTTP API).
     pub async fn create_policy(
         &self,
+        caller: &Caller,
         owner: Owner,
         pattern: &str,
         action: &str,
         position: Option<String>,
     ) -> EngineResult<PolicyView> {
-        self.create_policy_by(PolicyAuthor::Person, owner, pattern, action, position)
-            .await
+        self.create_policy_by(
+            caller,
+            PolicyAuthor::Person,
+            owner,
+            pattern,
+            action,
+            position,
+        )
+        .await
     }
 
     pub(crate) async fn create_policy_by(
         &self,
+        caller: &Caller,
         author: PolicyAuthor,
         owner: Owner,
         pattern: &str,
@@ -103,7 +114,7 @@ impl Engine {
     ) -> EngineResult<PolicyView> {
         let pattern = parse_pattern(pattern)?;
         let action = parse_action(action)?;
-        let set = self.policy_set().await?;
+        let set = self.policy_set(caller).await?;
         let position = match position {
             Some(p) => {
                 validate_position(&p)
@@ -125,14 +136,15 @@ impl Engine {
         };
         self.inner
             .store
-            .insert_policy(&self.inner.scope, &record)
+            .insert_policy(caller.scope(), &record)
             .await?;
         self.policies_changed();
-        self.policy_view(&record, &pattern, action).await
+        self.policy_view(caller, &record, &pattern, action).await
     }
 
     pub async fn update_policy(
         &self,
+        caller: &Caller,
         id: &str,
         owner: Owner,
         pattern: Option<&str>,
@@ -143,7 +155,7 @@ impl Engine {
         let current = self
             .inner
             .store
-            .list_policies(&self.inner.scope)
+            .list_policies(caller.scope())
             .await?
             .into_iter()
             .find(|r| r.id == id && r.owner == owner)
@@ -162,19 +174,24 @@ impl Engine {
         let updated = self
             .inner
             .store
-            .update_policy(&self.inner.scope, &record)
+            .update_policy(caller.scope(), &record)
             .await?
             .ok_or_else(not_found)?;
         self.policies_changed();
-        self.policy_view(&updated, &pattern, action).await
+        self.policy_view(caller, &updated, &pattern, action).await
     }
 
     /// Whether a policy was removed (an unknown id removes nothing; the HTTP route answers 404).
-    pub async fn remove_policy(&self, owner: Owner, id: &str) -> EngineResult<bool> {
+    pub async fn remove_policy(
+        &self,
+        caller: &Caller,
+        owner: Owner,
+        id: &str,
+    ) -> EngineResult<bool> {
         let removed = self
             .inner
             .store
-            .delete_policy(&self.inner.scope, owner, id)
+            .delete_policy(caller.scope(), owner, id)
             .await?;
         if removed {
             self.policies_changed();
@@ -185,44 +202,45 @@ impl Engine {
     /// Who wrote the visible policy `id` of `owner`; `None` when there is none.
     pub(crate) async fn policy_author(
         &self,
+        caller: &Caller,
         owner: Owner,
         id: &str,
     ) -> EngineResult<Option<PolicyAuthor>> {
         Ok(self
             .inner
             .store
-            .list_policies(&self.inner.scope)
+            .list_policies(caller.scope())
             .await?
             .into_iter()
             .find(|r| r.id == id && r.owner == owner)
             .map(|r| r.author))
     }
 
-    pub(crate) async fn policy_set(&self) -> EngineResult<Arc<PolicySet>> {
+    pub(crate) async fn policy_set(&self, caller: &Caller) -> EngineResult<Arc<PolicySet>> {
         let generation = self
             .inner
             .catalog_generation
             .load(std::sync::atomic::Ordering::Acquire);
-        let mut cached = self.inner.policies.cached.lock().await;
-        if let Some((g, set)) = cached.as_ref()
-            && *g == generation
-        {
-            return Ok(set.clone());
-        }
-        let records = self.inner.store.list_policies(&self.inner.scope).await?;
-        let rules: Vec<PolicyRule> = records
-            .iter()
-            .filter_map(|r| {
-                let rule = rule_from(r);
-                if rule.is_none() {
-                    tracing::warn!(policy = %r.id, "ignoring a stored policy that no longer parses");
-                }
-                rule
+        self.inner
+            .policies
+            .sets
+            .get_or_build(caller.policy_key(), generation, || async {
+                // A toolkit's own rules come with toolkits; until then every source resolves
+                // the caller's policies.
+                let records = self.inner.store.list_policies(caller.scope()).await?;
+                let rules: Vec<PolicyRule> = records
+                    .iter()
+                    .filter_map(|r| {
+                        let rule = rule_from(r);
+                        if rule.is_none() {
+                            tracing::warn!(policy = %r.id, "ignoring a stored policy that no longer parses");
+                        }
+                        rule
+                    })
+                    .collect();
+                Ok::<_, EngineError>(PolicySet::new(rules))
             })
-            .collect();
-        let set = Arc::new(PolicySet::new(rules));
-        *cached = Some((generation, set.clone()));
-        Ok(set)
+            .await
     }
 
     fn policies_changed(&self) {
@@ -231,7 +249,7 @@ impl Engine {
     }
 
     /// Policy ids of every known tool: `<integration>.<owner>.<connection>.<tool>` and static fqids.
-    async fn policy_tool_ids(&self) -> EngineResult<Vec<String>> {
+    async fn policy_tool_ids(&self, caller: &Caller) -> EngineResult<Vec<String>> {
         let mut ids: Vec<String> = crate::builtins::STATIC_TOOLS
             .iter()
             .map(|t| t.fqid.to_owned())
@@ -239,7 +257,7 @@ impl Engine {
         ids.extend(
             self.inner
                 .store
-                .list_tools(&self.inner.scope, &executor_store::ToolFilter::default())
+                .list_tools(caller.scope(), &executor_store::ToolFilter::default())
                 .await?
                 .iter()
                 .map(|t| t.address().path()),
@@ -249,11 +267,12 @@ impl Engine {
 
     async fn policy_view(
         &self,
+        caller: &Caller,
         record: &PolicyRecord,
         pattern: &PolicyPattern,
         action: PolicyAction,
     ) -> EngineResult<PolicyView> {
-        let ids = self.policy_tool_ids().await?;
+        let ids = self.policy_tool_ids(caller).await?;
         Ok(view(
             record,
             action,

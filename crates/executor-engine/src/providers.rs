@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use executor_store::{ConnectionRecord, Scope, Store};
 
+use crate::caller::{Caller, Principal};
+
 use crate::catalog::item_ids;
 use crate::error::{EngineError, EngineResult};
 
@@ -90,19 +92,25 @@ pub(crate) trait CredentialProvider: Send + Sync + 'static {
     fn writable(&self) -> bool {
         false
     }
-    async fn get(&self, id: &str) -> EngineResult<Option<String>>;
+    /// Whether its items belong to the machine rather than to a tenant (a file, the OS
+    /// keychain): only the local owner may use such a provider.
+    fn of_the_machine(&self) -> bool {
+        true
+    }
+    /// Items are the scope's own (the vault) or the machine's (the others ignore `scope`).
+    async fn get(&self, scope: &Scope, id: &str) -> EngineResult<Option<String>>;
     /// The items by name; empty for providers that cannot enumerate.
-    async fn list_items(&self) -> EngineResult<Vec<ProviderItem>> {
+    async fn list_items(&self, _scope: &Scope) -> EngineResult<Vec<ProviderItem>> {
         Ok(Vec::new())
     }
-    async fn put(&self, _id: &str, _value: &str) -> EngineResult<()> {
+    async fn put(&self, _scope: &Scope, _id: &str, _value: &str) -> EngineResult<()> {
         Err(EngineError::Internal(format!(
             "the credential provider {} is read-only",
             self.key()
         )))
     }
     /// Removes an item written here; read-only providers leave theirs alone.
-    async fn delete(&self, _id: &str) -> EngineResult<()> {
+    async fn delete(&self, _scope: &Scope, _id: &str) -> EngineResult<()> {
         Ok(())
     }
 }
@@ -113,9 +121,8 @@ pub(crate) struct Providers {
 }
 
 impl Providers {
-    pub(crate) fn new(store: Arc<dyn Store>, scope: Scope, config: &ProvidersConfig) -> Self {
-        let mut list: Vec<Arc<dyn CredentialProvider>> =
-            vec![Arc::new(VaultProvider { store, scope })];
+    pub(crate) fn new(store: Arc<dyn Store>, config: &ProvidersConfig) -> Self {
+        let mut list: Vec<Arc<dyn CredentialProvider>> = vec![Arc::new(VaultProvider { store })];
         if let Some(path) = &config.auth_file {
             list.push(Arc::new(FileProvider::new(path.clone())));
         }
@@ -132,20 +139,30 @@ impl Providers {
         Providers { list }
     }
 
-    pub(crate) fn keys(&self) -> Vec<String> {
-        self.list.iter().map(|p| p.key().to_owned()).collect()
+    /// The providers `caller` may use: the machine's only for the local owner.
+    fn usable<'a>(&'a self, caller: &Caller) -> impl Iterator<Item = &'a dyn CredentialProvider> {
+        let local = caller.principal() == Principal::LocalOwner;
+        self.list
+            .iter()
+            .map(|p| &**p)
+            .filter(move |p| local || !p.of_the_machine())
     }
 
-    pub(crate) fn get(&self, key: &str) -> Option<&dyn CredentialProvider> {
-        self.list.iter().find(|p| p.key() == key).map(|p| &**p)
+    pub(crate) fn keys(&self, caller: &Caller) -> Vec<String> {
+        self.usable(caller).map(|p| p.key().to_owned()).collect()
+    }
+
+    pub(crate) fn get(&self, caller: &Caller, key: &str) -> Option<&dyn CredentialProvider> {
+        self.usable(caller).find(|p| p.key() == key)
     }
 
     /// Where pasted values go: the first writable provider.
-    pub(crate) fn default_writable(&self) -> EngineResult<&dyn CredentialProvider> {
-        self.list
-            .iter()
+    pub(crate) fn default_writable(
+        &self,
+        caller: &Caller,
+    ) -> EngineResult<&dyn CredentialProvider> {
+        self.usable(caller)
             .find(|p| p.writable())
-            .map(|p| &**p)
             .ok_or_else(|| EngineError::Internal("no writable credential provider".to_owned()))
     }
 
@@ -153,18 +170,19 @@ impl Providers {
     /// out). `None` when the connection's provider is not registered in this process.
     pub(crate) async fn connection_values(
         &self,
+        caller: &Caller,
         connection: &ConnectionRecord,
     ) -> EngineResult<Option<BTreeMap<String, String>>> {
         let ids = item_ids(&connection.item_ids);
         if ids.is_empty() {
             return Ok(Some(BTreeMap::new()));
         }
-        let Some(provider) = self.get(&connection.provider) else {
+        let Some(provider) = self.get(caller, &connection.provider) else {
             return Ok(None);
         };
         let mut values = BTreeMap::new();
         for (variable, item) in ids {
-            if let Some(value) = provider.get(&item).await? {
+            if let Some(value) = provider.get(caller.scope(), &item).await? {
                 values.insert(variable, value);
             }
         }
@@ -174,15 +192,19 @@ impl Providers {
 
 impl crate::Engine {
     /// The registered provider keys, in registration order.
-    pub fn list_providers(&self) -> Vec<String> {
-        self.inner.providers.keys()
+    pub fn list_providers(&self, caller: &Caller) -> Vec<String> {
+        self.inner.providers.keys(caller)
     }
 
     /// A provider's items, names only; empty for unknown providers and for providers that
     /// cannot enumerate.
-    pub async fn provider_items(&self, key: &str) -> EngineResult<Vec<ProviderItem>> {
-        match self.inner.providers.get(key) {
-            Some(provider) => provider.list_items().await,
+    pub async fn provider_items(
+        &self,
+        caller: &Caller,
+        key: &str,
+    ) -> EngineResult<Vec<ProviderItem>> {
+        match self.inner.providers.get(caller, key) {
+            Some(provider) => provider.list_items(caller.scope()).await,
             None => Ok(Vec::new()),
         }
     }
@@ -193,7 +215,6 @@ impl crate::Engine {
 /// The store's sealed secret table (AES-256-GCM at rest), per tenant.
 struct VaultProvider {
     store: Arc<dyn Store>,
-    scope: Scope,
 }
 
 #[async_trait]
@@ -206,14 +227,18 @@ impl CredentialProvider for VaultProvider {
         true
     }
 
-    async fn get(&self, id: &str) -> EngineResult<Option<String>> {
-        Ok(self.store.get_secret(&self.scope, id).await?)
+    fn of_the_machine(&self) -> bool {
+        false
     }
 
-    async fn list_items(&self) -> EngineResult<Vec<ProviderItem>> {
+    async fn get(&self, scope: &Scope, id: &str) -> EngineResult<Option<String>> {
+        Ok(self.store.get_secret(scope, id).await?)
+    }
+
+    async fn list_items(&self, scope: &Scope) -> EngineResult<Vec<ProviderItem>> {
         Ok(self
             .store
-            .list_secret_ids(&self.scope)
+            .list_secret_ids(scope)
             .await?
             .into_iter()
             .map(|id| ProviderItem {
@@ -223,12 +248,12 @@ impl CredentialProvider for VaultProvider {
             .collect())
     }
 
-    async fn put(&self, id: &str, value: &str) -> EngineResult<()> {
-        Ok(self.store.put_secret(&self.scope, id, value).await?)
+    async fn put(&self, scope: &Scope, id: &str, value: &str) -> EngineResult<()> {
+        Ok(self.store.put_secret(scope, id, value).await?)
     }
 
-    async fn delete(&self, id: &str) -> EngineResult<()> {
-        Ok(self.store.delete_secret(&self.scope, id).await?)
+    async fn delete(&self, scope: &Scope, id: &str) -> EngineResult<()> {
+        Ok(self.store.delete_secret(scope, id).await?)
     }
 }
 
@@ -341,11 +366,11 @@ impl CredentialProvider for FileProvider {
         FILE
     }
 
-    async fn get(&self, id: &str) -> EngineResult<Option<String>> {
+    async fn get(&self, _scope: &Scope, id: &str) -> EngineResult<Option<String>> {
         Ok(self.read().await.remove(id))
     }
 
-    async fn list_items(&self) -> EngineResult<Vec<ProviderItem>> {
+    async fn list_items(&self, _scope: &Scope) -> EngineResult<Vec<ProviderItem>> {
         Ok(self
             .read()
             .await
@@ -374,7 +399,7 @@ mod keychain {
 
     use async_trait::async_trait;
 
-    use super::{CredentialProvider, KEYCHAIN};
+    use super::{CredentialProvider, KEYCHAIN, Scope};
     use crate::error::{EngineError, EngineResult};
 
     /// The keychain service every item is stored under.
@@ -440,7 +465,7 @@ mod keychain {
             true
         }
 
-        async fn get(&self, id: &str) -> EngineResult<Option<String>> {
+        async fn get(&self, _scope: &Scope, id: &str) -> EngineResult<Option<String>> {
             let id = id.to_owned();
             blocking(
                 move || match keyring::Entry::new(SERVICE, &id)?.get_password() {
@@ -452,12 +477,12 @@ mod keychain {
             .await
         }
 
-        async fn put(&self, id: &str, value: &str) -> EngineResult<()> {
+        async fn put(&self, _scope: &Scope, id: &str, value: &str) -> EngineResult<()> {
             let (id, value) = (id.to_owned(), value.to_owned());
             blocking(move || keyring::Entry::new(SERVICE, &id)?.set_password(&value)).await
         }
 
-        async fn delete(&self, id: &str) -> EngineResult<()> {
+        async fn delete(&self, _scope: &Scope, id: &str) -> EngineResult<()> {
             let id = id.to_owned();
             blocking(
                 move || match keyring::Entry::new(SERVICE, &id)?.delete_credential() {
@@ -541,14 +566,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub").join(AUTH_FILE_NAME);
         let file = FileProvider::new(path.clone());
+        let scope = Scope::local("t");
         assert!(!file.writable());
-        assert_eq!(file.get("A").await.unwrap(), None);
-        assert!(file.list_items().await.unwrap().is_empty());
+        assert_eq!(file.get(&scope, "A").await.unwrap(), None);
+        assert!(file.list_items(&scope).await.unwrap().is_empty());
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, r#"{"A": "one", "B": "two"}"#).unwrap();
-        assert_eq!(file.get("A").await.unwrap().as_deref(), Some("one"));
+        assert_eq!(file.get(&scope, "A").await.unwrap().as_deref(), Some("one"));
         assert_eq!(
-            file.list_items().await.unwrap(),
+            file.list_items(&scope).await.unwrap(),
             vec![
                 ProviderItem {
                     id: "A".into(),
@@ -562,10 +588,10 @@ mod tests {
         );
         // Same length, same instant: still the new value (no mtime cache to fool).
         std::fs::write(&path, r#"{"A": "uno", "B": "two"}"#).unwrap();
-        assert_eq!(file.get("A").await.unwrap().as_deref(), Some("uno"));
+        assert_eq!(file.get(&scope, "A").await.unwrap().as_deref(), Some("uno"));
         // Broken JSON reads as empty (and is reported once in the log).
         std::fs::write(&path, "{").unwrap();
-        assert_eq!(file.get("A").await.unwrap(), None);
-        assert!(file.put("A", "x").await.is_err(), "read-only");
+        assert_eq!(file.get(&scope, "A").await.unwrap(), None);
+        assert!(file.put(&scope, "A", "x").await.is_err(), "read-only");
     }
 }

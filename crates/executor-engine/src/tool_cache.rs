@@ -2,7 +2,8 @@
 //! so the hot path of a tool call does not read the store (each SQLite read is a round trip to
 //! the database's own thread). Entries belong to one catalog generation; any catalog write
 //! (integrations, connections and their values, policies) moves the generation and empties the
-//! caches.
+//! caches. Entries are keyed by the caller's tenant and subject as well: the same address can
+//! name another tenant's tool, or another user's personal connection.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -12,28 +13,35 @@ use executor_core::ToolAddress;
 use executor_store::{ConnectionKey, ToolRecord};
 
 use crate::Inner;
+use crate::caller::Caller;
+use crate::caller::RowsKey;
 use crate::error::EngineResult;
 use crate::kinds::Connected;
+
+/// A tool as a tenant and subject see it.
+type ToolOf = (RowsKey, ToolAddress);
+/// A connection as a tenant and subject see it.
+pub(crate) type ConnectionOf = (RowsKey, ConnectionKey);
 
 /// More distinct tools than this in one generation empties the cache (bounded memory).
 const MAX_CACHED_TOOLS: usize = 2_048;
 
 #[derive(Default)]
 pub(crate) struct ToolCache {
-    entries: Mutex<(u64, HashMap<ToolAddress, Arc<ToolRecord>>)>,
+    entries: Mutex<(u64, HashMap<ToolOf, Arc<ToolRecord>>)>,
 }
 
 impl ToolCache {
-    fn lookup(&self, generation: u64, address: &ToolAddress) -> Option<Arc<ToolRecord>> {
+    fn lookup(&self, generation: u64, key: &ToolOf) -> Option<Arc<ToolRecord>> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if entries.0 != generation {
             *entries = (generation, HashMap::new());
             return None;
         }
-        entries.1.get(address).cloned()
+        entries.1.get(key).cloned()
     }
 
-    fn insert(&self, generation: u64, address: &ToolAddress, tool: Arc<ToolRecord>) {
+    fn insert(&self, generation: u64, key: ToolOf, tool: Arc<ToolRecord>) {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         // A write landed while the record was read: it may be stale, so keep it out.
         if entries.0 != generation {
@@ -42,28 +50,30 @@ impl ToolCache {
         if entries.1.len() >= MAX_CACHED_TOOLS {
             entries.1.clear();
         }
-        entries.1.insert(address.clone(), tool);
+        entries.1.insert(key, tool);
     }
 }
 
 /// The tool at `address`, from the cache or the store.
 pub(crate) async fn get(
     inner: &Inner,
+    caller: &Caller,
     address: &ToolAddress,
 ) -> EngineResult<Option<Arc<ToolRecord>>> {
     let generation = inner.catalog_generation.load(Ordering::Acquire);
-    if let Some(tool) = inner.tool_cache.lookup(generation, address) {
+    let key = (caller.rows_key(), address.clone());
+    if let Some(tool) = inner.tool_cache.lookup(generation, &key) {
         return Ok(Some(tool));
     }
-    let tool = match inner.store.get_tool(&inner.scope, address).await? {
+    let tool = match inner.store.get_tool(caller.scope(), address).await? {
         Some(tool) => tool,
-        None => match by_alias(inner, address).await? {
+        None => match by_alias(inner, caller, address).await? {
             Some(tool) => tool,
             None => return Ok(None),
         },
     };
     let tool = Arc::new(tool);
-    inner.tool_cache.insert(generation, address, tool.clone());
+    inner.tool_cache.insert(generation, key, tool.clone());
     Ok(Some(tool))
 }
 
@@ -73,14 +83,18 @@ pub(crate) const ALIASES: &str = "aliases";
 /// The tool of `address`'s connection that used to be called `address.tool`: a kind that renames
 /// its tools (OpenAPI names dropped a repeated group in issue #18) lists the old names in the
 /// `aliases` annotation, so agent code written against them keeps working. Only read on a miss.
-async fn by_alias(inner: &Inner, address: &ToolAddress) -> EngineResult<Option<ToolRecord>> {
+async fn by_alias(
+    inner: &Inner,
+    caller: &Caller,
+    address: &ToolAddress,
+) -> EngineResult<Option<ToolRecord>> {
     let filter = executor_store::ToolFilter {
         integration: Some(address.integration.clone()),
         owner: Some(address.owner),
         connection: Some(address.connection.clone()),
         query: None,
     };
-    let tools = inner.store.list_tools(&inner.scope, &filter).await?;
+    let tools = inner.store.list_tools(caller.scope(), &filter).await?;
     let Some(renamed) = tools.into_iter().find(|t| {
         t.annotations
             .as_ref()
@@ -92,7 +106,7 @@ async fn by_alias(inner: &Inner, address: &ToolAddress) -> EngineResult<Option<T
     };
     Ok(inner
         .store
-        .get_tool(&inner.scope, &renamed.address())
+        .get_tool(caller.scope(), &renamed.address())
         .await?)
 }
 
@@ -103,7 +117,7 @@ const MAX_CACHED_CONNECTIONS: usize = 256;
 /// rendered), shared by the executions of one catalog generation.
 #[derive(Default)]
 pub(crate) struct ConnectionCache {
-    entries: Mutex<(u64, HashMap<ConnectionKey, Arc<Connected>>)>,
+    entries: Mutex<(u64, HashMap<ConnectionOf, Arc<Connected>>)>,
 }
 
 impl ConnectionCache {
@@ -112,7 +126,7 @@ impl ConnectionCache {
     pub(crate) fn lookup(
         &self,
         inner: &Inner,
-        key: &ConnectionKey,
+        key: &ConnectionOf,
     ) -> (u64, Option<Arc<Connected>>) {
         let generation = inner.catalog_generation.load(Ordering::Acquire);
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
@@ -124,7 +138,12 @@ impl ConnectionCache {
     }
 
     /// Keeps a connection resolved from what the store held at `generation`.
-    pub(crate) fn insert(&self, generation: u64, key: &ConnectionKey, connected: Arc<Connected>) {
+    pub(crate) fn insert(
+        &self,
+        generation: u64,
+        key: ConnectionOf,
+        connected: Arc<Connected>,
+    ) {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         // A write landed while it was resolved: it may be stale, so keep it out.
         if entries.0 != generation {
@@ -133,6 +152,6 @@ impl ConnectionCache {
         if entries.1.len() >= MAX_CACHED_CONNECTIONS {
             entries.1.clear();
         }
-        entries.1.insert(key.clone(), connected);
+        entries.1.insert(key, connected);
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use executor_core::Owner;
-use executor_engine::{Engine, EngineConfig, ExecutionOutcome};
+use executor_engine::{Caller, Engine, EngineConfig, ExecutionOutcome};
 use executor_store::{
     ConnectionKey, ConnectionRecord, IntegrationRecord, Scope, SqliteStore, Store, ToolRecord,
 };
@@ -125,14 +125,18 @@ async fn seeded_engine() -> (Engine, tempfile::TempDir) {
     }
     let engine = Engine::new(
         store,
-        scope,
         EngineConfig::with_js_timeout(Duration::from_secs(10)),
     );
     (engine, dir)
 }
 
 async fn run(engine: &Engine, code: &str) -> Value {
-    match engine.execute(code.to_owned(), true).await.unwrap() {
+    let caller = Caller::local("catalog-test");
+    match engine
+        .execute(&caller, code.to_owned(), true)
+        .await
+        .unwrap()
+    {
         ExecutionOutcome::Completed(c) => {
             assert!(!c.is_error, "{}", c.text);
             c.structured["result"].clone()

@@ -1,7 +1,8 @@
 //! The local API's front door (spec §2): a bearer token on every `/api/*` and `/mcp*` request
 //! except health, the OAuth callback and the client ID metadata documents, and credentialed
 //! CORS for loopback origins (plus `--allowed-host`s) so the browser UI on another local port can
-//! call the API.
+//! call the API. It also decides who each request acts for (the [`Caller`] every handler
+//! reads from the request's extensions): a local server has one.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use executor_engine::Caller;
 
 /// What the middleware needs: the token (none = open, for embedding and tests) and the hosts
 /// whose browser origins get CORS.
@@ -17,10 +19,11 @@ use axum::response::{IntoResponse, Response};
 pub(crate) struct Gate {
     token: Option<Arc<str>>,
     cors_hosts: Arc<[String]>,
+    caller: Caller,
 }
 
 impl Gate {
-    pub(crate) fn new(token: Option<String>, extra_hosts: &[String]) -> Self {
+    pub(crate) fn new(token: Option<String>, extra_hosts: &[String], caller: Caller) -> Self {
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
             .iter()
             .map(|h| (*h).to_owned())
@@ -29,6 +32,7 @@ impl Gate {
         Gate {
             token: token.map(Arc::from),
             cors_hosts: hosts.into(),
+            caller,
         }
     }
 }
@@ -104,7 +108,11 @@ fn with_cors(mut response: Response, origin: Option<HeaderValue>) -> Response {
     response
 }
 
-pub(crate) async fn middleware(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+pub(crate) async fn middleware(
+    State(gate): State<Gate>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let origin = cors_origin(&gate, request.headers()).cloned();
     if request.method() == Method::OPTIONS && request.headers().contains_key(header::ORIGIN) {
         return with_cors(StatusCode::NO_CONTENT.into_response(), origin);
@@ -121,6 +129,7 @@ pub(crate) async fn middleware(State(gate): State<Gate>, request: Request, next:
             .unwrap_or_else(|_| StatusCode::UNAUTHORIZED.into_response());
         return with_cors(response, origin);
     }
+    request.extensions_mut().insert(gate.caller.clone());
     with_cors(next.run(request).await, origin)
 }
 
@@ -167,7 +176,7 @@ mod tests {
 
     #[test]
     fn cors_for_loopback_and_allowed_hosts_only() {
-        let gate = Gate::new(None, &["box.lan".to_owned()]);
+        let gate = Gate::new(None, &["box.lan".to_owned()], Caller::local("t"));
         let origin = |o: &str| {
             let mut h = HeaderMap::new();
             h.insert(header::ORIGIN, o.parse().unwrap());

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use executor_core::auth::AuthMethodInput;
+use executor_engine::Caller;
 use executor_engine::{AddGraphqlIntegration, Engine, GraphqlConfigView, GraphqlIntegrationView};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -114,6 +116,7 @@ fn ok(value: Value) -> ApiResult {
 
 async fn add_integration(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<AddBody>,
 ) -> ApiResult {
     if body.endpoint.trim().is_empty() {
@@ -121,32 +124,44 @@ async fn add_integration(
     }
     let authentication_template = auth_inputs(body.authentication_template.as_ref())?;
     let added = engine
-        .add_graphql_integration(AddGraphqlIntegration {
-            endpoint: body.endpoint,
-            slug: body.slug,
-            name: body.name,
-            description: body.description,
-            introspection_json: body.introspection_json,
-            headers: body.headers,
-            query_params: body.query_params,
-            authentication_template,
-        })
+        .add_graphql_integration(
+            &caller,
+            AddGraphqlIntegration {
+                endpoint: body.endpoint,
+                slug: body.slug,
+                name: body.name,
+                description: body.description,
+                introspection_json: body.introspection_json,
+                headers: body.headers,
+                query_params: body.query_params,
+                authentication_template,
+            },
+        )
         .await?;
     ok(json!({ "slug": added.slug, "name": added.name }))
 }
 
-async fn get_integration(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    let view = engine.get_graphql_integration(&slug).await?;
+async fn get_integration(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    let view = engine.get_graphql_integration(&caller, &slug).await?;
     ok(view.as_ref().map(integration).unwrap_or(Value::Null))
 }
 
-async fn get_config(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    let view = engine.get_graphql_config(&slug).await?;
+async fn get_config(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    let view = engine.get_graphql_config(&caller, &slug).await?;
     ok(view.as_ref().map(config).unwrap_or(Value::Null))
 }
 
 async fn set_config(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(slug): Path<String>,
     ApiJson(body): ApiJson<SetConfigBody>,
 ) -> ApiResult {
@@ -160,6 +175,8 @@ async fn set_config(
         }
     };
     let methods = auth_inputs(Some(&body.authentication_template))?;
-    let stored = engine.set_graphql_auth(&slug, methods, replace).await?;
+    let stored = engine
+        .set_graphql_auth(&caller, &slug, methods, replace)
+        .await?;
     ok(json!({ "authenticationTemplate": stored }))
 }

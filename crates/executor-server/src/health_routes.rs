@@ -3,11 +3,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use executor_core::Owner;
+use executor_engine::Caller;
 use executor_engine::{CredentialOrigin, Engine, HealthCheckSpec, ValidateConnection};
 use executor_store::ConnectionKey;
 use serde::Deserialize;
@@ -80,13 +82,18 @@ struct FromBody {
     id: String,
 }
 
-async fn get_spec(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    let spec = engine.health_check_spec(&slug).await?;
+async fn get_spec(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    let spec = engine.health_check_spec(&caller, &slug).await?;
     ok(to_json(&spec)?)
 }
 
 async fn put_spec(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(slug): Path<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult {
@@ -97,17 +104,24 @@ async fn put_spec(
     }
     let body: PutSpecBody =
         serde_json::from_value(body).map_err(|e| ApiError::schema(e.to_string()))?;
-    engine.set_health_check_spec(&slug, body.spec).await?;
+    engine
+        .set_health_check_spec(&caller, &slug, body.spec)
+        .await?;
     ok(json!({ "ok": true }))
 }
 
-async fn candidates(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    let list = engine.health_check_candidates(&slug).await?;
+async fn candidates(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    let list = engine.health_check_candidates(&caller, &slug).await?;
     ok(to_json(&list)?)
 }
 
 async fn check_connection(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path((owner_raw, integration, name)): Path<(String, String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
@@ -127,11 +141,17 @@ async fn check_connection(
         integration,
         name,
     };
-    let result = engine.check_connection_health(&key, if_stale_ms).await?;
+    let result = engine
+        .check_connection_health(&caller, &key, if_stale_ms)
+        .await?;
     ok(to_json(&result)?)
 }
 
-async fn validate(State(engine): State<Engine>, ApiJson(body): ApiJson<ValidateBody>) -> ApiResult {
+async fn validate(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(body): ApiJson<ValidateBody>,
+) -> ApiResult {
     let origin = match (body.value, body.values, body.from) {
         (Some(v), None, None) => CredentialOrigin::Value(v),
         (None, Some(v), None) => CredentialOrigin::Values(v),
@@ -146,13 +166,16 @@ async fn validate(State(engine): State<Engine>, ApiJson(body): ApiJson<ValidateB
         }
     };
     let result = engine
-        .validate_connection(ValidateConnection {
-            owner: owner(&body.owner)?,
-            integration: body.integration,
-            template: body.template,
-            spec: body.spec,
-            origin,
-        })
+        .validate_connection(
+            &caller,
+            ValidateConnection {
+                owner: owner(&body.owner)?,
+                integration: body.integration,
+                template: body.template,
+                spec: body.spec,
+                origin,
+            },
+        )
         .await?;
     ok(to_json(&result)?)
 }

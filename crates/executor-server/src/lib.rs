@@ -16,7 +16,7 @@ mod wire;
 use std::time::Duration;
 
 use axum::Router;
-use executor_engine::Engine;
+use executor_engine::{Caller, Engine};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -38,6 +38,14 @@ pub struct ServeConfig {
     pub auth_token: Option<String>,
     /// Caps on live `/mcp` sessions (idle ones are closed first to make room).
     pub mcp_sessions: McpSessionLimits,
+    /// Who the requests act for: a local server serves one person. `None`:
+    /// [`default_caller`].
+    pub caller: Option<Caller>,
+}
+
+/// The caller of a server configured without one (embedding, tests).
+pub fn default_caller() -> Caller {
+    Caller::local("local")
 }
 
 /// The whole application: `/api` routes and their middleware, `/mcp` and `/resume/:id`.
@@ -47,10 +55,16 @@ pub fn app(engine: Engine) -> Router {
 
 /// [`app`] with options; MCP sessions end when `shutdown` is cancelled.
 pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToken) -> Router {
-    let gate = auth::Gate::new(config.auth_token.clone(), &config.allowed_hosts);
+    let caller = config.caller.clone().unwrap_or_else(default_caller);
+    let gate = auth::Gate::new(
+        config.auth_token.clone(),
+        &config.allowed_hosts,
+        caller.clone(),
+    );
     routes::router(engine.clone())
         .merge(mcp::router(
             engine,
+            caller,
             &config.allowed_hosts,
             config.mcp_sessions,
             shutdown,

@@ -4,10 +4,12 @@
 
 use std::collections::BTreeMap;
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::{get, post};
+use executor_engine::Caller;
 use executor_engine::{
     AddMcpServer, AddStdioMcpServer, Engine, McpAuthShorthand, McpServerView, ProbeView,
 };
@@ -153,6 +155,7 @@ async fn probe_mcp(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBod
 
 async fn add_mcp_server(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<AddServerBody>,
 ) -> ApiResult {
     match body.transport.as_deref() {
@@ -164,16 +167,19 @@ async fn add_mcp_server(
                 .filter(|c| !c.trim().is_empty())
                 .ok_or_else(|| ApiError::schema("A stdio MCP server needs a command."))?;
             let slug = engine
-                .add_stdio_mcp_server(AddStdioMcpServer {
-                    name: body.name,
-                    description: body.description,
-                    command,
-                    args: body.args,
-                    env_vars: body.env_vars,
-                    env: body.env,
-                    cwd: body.cwd,
-                    slug: body.slug,
-                })
+                .add_stdio_mcp_server(
+                    &caller,
+                    AddStdioMcpServer {
+                        name: body.name,
+                        description: body.description,
+                        command,
+                        args: body.args,
+                        env_vars: body.env_vars,
+                        env: body.env,
+                        cwd: body.cwd,
+                        slug: body.slug,
+                    },
+                )
                 .await?;
             return ok(json!({ "slug": slug }));
         }
@@ -208,51 +214,64 @@ async fn add_mcp_server(
         AuthShorthandBody::Oauth2 => McpAuthShorthand::Oauth2,
     });
     let slug = engine
-        .add_mcp_server(AddMcpServer {
-            name: body.name,
-            description: body.description,
-            endpoint,
-            remote_transport,
-            slug: body.slug,
-            query_params: body.query_params,
-            headers: body.headers,
-            authentication_template: body
-                .authentication_template
-                .as_deref()
-                .map(auth_method_inputs)
-                .transpose()?,
-            auth,
-        })
+        .add_mcp_server(
+            &caller,
+            AddMcpServer {
+                name: body.name,
+                description: body.description,
+                endpoint,
+                remote_transport,
+                slug: body.slug,
+                query_params: body.query_params,
+                headers: body.headers,
+                authentication_template: body
+                    .authentication_template
+                    .as_deref()
+                    .map(auth_method_inputs)
+                    .transpose()?,
+                auth,
+            },
+        )
         .await?;
     ok(json!({ "slug": slug }))
 }
 
-async fn get_mcp_server(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    let server = engine.get_mcp_server(&slug).await?;
+async fn get_mcp_server(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    let server = engine.get_mcp_server(&caller, &slug).await?;
     ok(server.as_ref().map(server_json).unwrap_or(Value::Null))
 }
 
-async fn remove_mcp_server(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    engine.remove_mcp_server(&slug).await?;
+async fn remove_mcp_server(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    engine.remove_mcp_server(&caller, &slug).await?;
     ok(json!({ "removed": true }))
 }
 
 async fn set_config(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(slug): Path<String>,
     ApiJson(body): ApiJson<SetConfigBody>,
 ) -> ApiResult {
-    let config = engine.set_mcp_config(&slug, &body.config).await?;
+    let config = engine.set_mcp_config(&caller, &slug, &body.config).await?;
     ok(json!({ "config": config }))
 }
 
 async fn set_auth(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(slug): Path<String>,
     ApiJson(body): ApiJson<SetAuthBody>,
 ) -> ApiResult {
     let mode = auth_template_mode(body.mode.as_deref())?;
     let methods = auth_method_inputs(&body.authentication_template)?;
-    let stored = engine.set_mcp_auth(&slug, methods, mode).await?;
+    let stored = engine.set_mcp_auth(&caller, &slug, methods, mode).await?;
     ok(json!({ "authenticationTemplate": stored }))
 }

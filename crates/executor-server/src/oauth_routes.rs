@@ -1,12 +1,14 @@
 //! OAuth routes (spec §3.7): clients, dynamic registration, start / complete / cancel, probe,
 //! and the browser callback page (`GET /api/oauth/callback`, public: see `auth.rs`).
 
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use executor_core::Owner;
+use executor_engine::Caller;
 use executor_engine::{
     Engine, EngineError, OAuthClientInput, OAuthStart, OAuthStarted, RegisterDynamicClient,
 };
@@ -76,8 +78,11 @@ fn default_redirect_uri(headers: &HeaderMap) -> String {
     format!("{}{CALLBACK_PATH}", web_base_url(headers))
 }
 
-async fn list_clients(State(engine): State<Engine>) -> ApiResult {
-    let clients = engine.list_oauth_clients().await?;
+async fn list_clients(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult {
+    let clients = engine.list_oauth_clients(&caller).await?;
     ok(Value::Array(clients.iter().map(client_json).collect()))
 }
 
@@ -101,20 +106,27 @@ struct ClientBody {
     token_endpoint_auth_method: Option<String>,
 }
 
-async fn put_client(State(engine): State<Engine>, ApiJson(body): ApiJson<ClientBody>) -> ApiResult {
+async fn put_client(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(body): ApiJson<ClientBody>,
+) -> ApiResult {
     let slug = engine
-        .put_oauth_client(OAuthClientInput {
-            owner: owner(&body.owner)?,
-            slug: body.slug,
-            authorization_url: body.authorization_url,
-            token_url: body.token_url,
-            grant: body.grant,
-            client_id: body.client_id,
-            client_secret: body.client_secret,
-            resource: body.resource,
-            origin_integration: body.origin_integration,
-            token_endpoint_auth_method: body.token_endpoint_auth_method,
-        })
+        .put_oauth_client(
+            &caller,
+            OAuthClientInput {
+                owner: owner(&body.owner)?,
+                slug: body.slug,
+                authorization_url: body.authorization_url,
+                token_url: body.token_url,
+                grant: body.grant,
+                client_id: body.client_id,
+                client_secret: body.client_secret,
+                resource: body.resource,
+                origin_integration: body.origin_integration,
+                token_endpoint_auth_method: body.token_endpoint_auth_method,
+            },
+        )
         .await?;
     ok(json!({"client": slug}))
 }
@@ -146,27 +158,31 @@ struct RegisterBody {
 
 async fn register_dynamic(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> ApiResult {
     let slug = engine
-        .register_dynamic_client(RegisterDynamicClient {
-            owner: owner(&body.owner)?,
-            slug: body.slug,
-            issuer: body.issuer,
-            registration_endpoint: body.registration_endpoint,
-            authorization_url: body.authorization_url,
-            token_url: body.token_url,
-            resource: body.resource,
-            scopes: body.scopes,
-            token_endpoint_auth_methods_supported: body.token_endpoint_auth_methods_supported,
-            client_name: body.client_name,
-            redirect_uri: body
-                .redirect_uri
-                .filter(|r| !r.trim().is_empty())
-                .unwrap_or_else(|| default_redirect_uri(&headers)),
-            origin_integration: body.origin_integration,
-        })
+        .register_dynamic_client(
+            &caller,
+            RegisterDynamicClient {
+                owner: owner(&body.owner)?,
+                slug: body.slug,
+                issuer: body.issuer,
+                registration_endpoint: body.registration_endpoint,
+                authorization_url: body.authorization_url,
+                token_url: body.token_url,
+                resource: body.resource,
+                scopes: body.scopes,
+                token_endpoint_auth_methods_supported: body.token_endpoint_auth_methods_supported,
+                client_name: body.client_name,
+                redirect_uri: body
+                    .redirect_uri
+                    .filter(|r| !r.trim().is_empty())
+                    .unwrap_or_else(|| default_redirect_uri(&headers)),
+                origin_integration: body.origin_integration,
+            },
+        )
         .await?;
     ok(json!({"client": slug}))
 }
@@ -178,11 +194,12 @@ struct OwnerBody {
 
 async fn remove_client(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     axum::extract::Path(slug): axum::extract::Path<String>,
     ApiJson(body): ApiJson<OwnerBody>,
 ) -> ApiResult {
     engine
-        .remove_oauth_client(owner(&body.owner)?, &slug)
+        .remove_oauth_client(&caller, owner(&body.owner)?, &slug)
         .await?;
     ok(json!({"removed": true}))
 }
@@ -208,24 +225,28 @@ struct StartBody {
 
 async fn start(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<StartBody>,
 ) -> ApiResult {
     let started = engine
-        .start_oauth(OAuthStart {
-            client: body.client,
-            client_owner: owner(&body.client_owner)?,
-            owner: owner(&body.owner)?,
-            name: body.name,
-            integration: body.integration,
-            template: body.template,
-            identity_label: body.identity_label,
-            redirect_uri: body
-                .redirect_uri
-                .filter(|r| !r.trim().is_empty())
-                .unwrap_or_else(|| default_redirect_uri(&headers)),
-            scopes: body.scopes,
-        })
+        .start_oauth(
+            &caller,
+            OAuthStart {
+                client: body.client,
+                client_owner: owner(&body.client_owner)?,
+                owner: owner(&body.owner)?,
+                name: body.name,
+                integration: body.integration,
+                template: body.template,
+                identity_label: body.identity_label,
+                redirect_uri: body
+                    .redirect_uri
+                    .filter(|r| !r.trim().is_empty())
+                    .unwrap_or_else(|| default_redirect_uri(&headers)),
+                scopes: body.scopes,
+            },
+        )
         .await?;
     match started {
         OAuthStarted::Connected(c) => {
@@ -249,8 +270,14 @@ struct CompleteBody {
     code: String,
 }
 
-async fn complete(State(engine): State<Engine>, ApiJson(body): ApiJson<CompleteBody>) -> ApiResult {
-    let connection = engine.complete_oauth(&body.state, &body.code).await?;
+async fn complete(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(body): ApiJson<CompleteBody>,
+) -> ApiResult {
+    let connection = engine
+        .complete_oauth(&caller, &body.state, &body.code)
+        .await?;
     ok(oauth_connection_json(&connection))
 }
 
@@ -259,8 +286,12 @@ struct StateBody {
     state: String,
 }
 
-async fn cancel(State(engine): State<Engine>, ApiJson(body): ApiJson<StateBody>) -> ApiResult {
-    engine.cancel_oauth(&body.state).await?;
+async fn cancel(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(body): ApiJson<StateBody>,
+) -> ApiResult {
+    engine.cancel_oauth(&caller, &body.state).await?;
     ok(json!({"cancelled": true}))
 }
 
@@ -288,20 +319,24 @@ struct CallbackQuery {
 
 /// The popup page: completes the flow, tells the opener (and a `BroadcastChannel`) how it went,
 /// and says so to the person. Always HTML, even on failure.
-async fn callback(State(engine): State<Engine>, Query(q): Query<CallbackQuery>) -> Response {
+async fn callback(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Query(q): Query<CallbackQuery>,
+) -> Response {
     let state = q.state.clone().unwrap_or_default();
     let result: Result<Value, (String, Option<String>)> = if state.is_empty() {
         Err(("The callback carries no state.".to_owned(), None))
     } else if let Some(error) = q.error.clone() {
         // The person (or the server) refused: the pending flow is dropped.
-        let _ = engine.cancel_oauth(&state).await;
+        let _ = engine.cancel_oauth(&caller, &state).await;
         Err((
             format!("The authorization server answered {error}."),
             q.error_description.clone(),
         ))
     } else {
         match engine
-            .complete_oauth(&state, q.code.as_deref().unwrap_or(""))
+            .complete_oauth(&caller, &state, q.code.as_deref().unwrap_or(""))
             .await
         {
             Ok(c) => Ok(oauth_connection_json(&c)),
@@ -348,7 +383,7 @@ async fn callback(State(engine): State<Engine>, Query(q): Query<CallbackQuery>) 
         }
     };
     // Also readable once at `GET /api/oauth/await/<state>`, for clients without the popup.
-    engine.publish_oauth_result(&state, payload.clone());
+    engine.publish_oauth_result(&caller, &state, payload.clone());
     (status, Html(callback_page(&message, &payload))).into_response()
 }
 
@@ -356,9 +391,12 @@ async fn callback(State(engine): State<Engine>, Query(q): Query<CallbackQuery>) 
 /// is none yet, it was read, or it expired). Behind the API token like the rest of `/api`.
 async fn await_result(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     axum::extract::Path(session_id): axum::extract::Path<String>,
 ) -> ApiResult {
-    ok(engine.take_oauth_result(&session_id).unwrap_or(Value::Null))
+    ok(engine
+        .take_oauth_result(&caller, &session_id)
+        .unwrap_or(Value::Null))
 }
 
 fn html_escape(s: &str) -> String {

@@ -3,12 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use executor_core::auth::AuthMethodInput;
+use executor_engine::Caller;
 use executor_engine::{AddOpenApiSpec, Engine, EngineError, OpenApiConfigView, OpenApiSpecSource};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -181,23 +183,30 @@ async fn preview(State(engine): State<Engine>, ApiJson(body): ApiJson<PreviewBod
     ok(Value::Object(out))
 }
 
-async fn add_spec(State(engine): State<Engine>, ApiJson(body): ApiJson<AddSpecBody>) -> ApiResult {
+async fn add_spec(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(body): ApiJson<AddSpecBody>,
+) -> ApiResult {
     check_format(body.spec_format.as_deref())?;
     let spec = spec_source(&body.spec)?;
     let authentication_template = auth_inputs(body.authentication_template)?;
     let added = engine
-        .add_openapi_spec(AddOpenApiSpec {
-            spec,
-            slug: body.slug,
-            name: body.name,
-            description: body.description,
-            base_url: body.base_url,
-            headers: body.headers,
-            query_params: body.query_params,
-            authentication_template,
-            spec_overrides: body.spec_overrides,
-            health_check: body.health_check,
-        })
+        .add_openapi_spec(
+            &caller,
+            AddOpenApiSpec {
+                spec,
+                slug: body.slug,
+                name: body.name,
+                description: body.description,
+                base_url: body.base_url,
+                headers: body.headers,
+                query_params: body.query_params,
+                authentication_template,
+                spec_overrides: body.spec_overrides,
+                health_check: body.health_check,
+            },
+        )
         .await?;
     ok(json!({
         "slug": added.slug,
@@ -206,8 +215,12 @@ async fn add_spec(State(engine): State<Engine>, ApiJson(body): ApiJson<AddSpecBo
     }))
 }
 
-async fn get_integration(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    let view = engine.get_openapi_integration(&slug).await?;
+async fn get_integration(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    let view = engine.get_openapi_integration(&caller, &slug).await?;
     ok(view.map_or(Value::Null, |v| {
         json!({
             "slug": v.slug,
@@ -243,26 +256,32 @@ fn config_view(c: &OpenApiConfigView) -> Value {
     Value::Object(body)
 }
 
-async fn get_config(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    let config = engine.get_openapi_config(&slug).await?;
+async fn get_config(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    let config = engine.get_openapi_config(&caller, &slug).await?;
     ok(config.as_ref().map_or(Value::Null, config_view))
 }
 
 async fn configure(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(slug): Path<String>,
     ApiJson(body): ApiJson<ConfigureBody>,
 ) -> ApiResult {
     let mode = crate::wire::auth_template_mode(body.mode.as_deref())?;
     let methods = auth_inputs(body.authentication_template)?;
     let stored = engine
-        .configure_openapi(&slug, methods, mode, body.base_url)
+        .configure_openapi(&caller, &slug, methods, mode, body.base_url)
         .await?;
     ok(json!({ "authenticationTemplate": stored }))
 }
 
 async fn update_spec(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(slug): Path<String>,
     raw: axum::body::Bytes,
 ) -> ApiResult {
@@ -277,7 +296,7 @@ async fn update_spec(
         Some(v) => Some(spec_source(v)?),
     };
     let updated = engine
-        .update_openapi_spec(&slug, spec, body.spec_overrides)
+        .update_openapi_spec(&caller, &slug, spec, body.spec_overrides)
         .await?;
     ok(json!({
         "slug": updated.slug,
@@ -288,7 +307,11 @@ async fn update_spec(
     }))
 }
 
-async fn remove_integration(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    engine.remove_openapi_integration(&slug).await?;
+async fn remove_integration(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    engine.remove_openapi_integration(&caller, &slug).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use axum::Extension;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
@@ -9,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use executor_core::Owner;
+use executor_engine::Caller;
 use executor_engine::{ConnectionInput, CredentialOrigin, Engine, ResumeAction, ToolListFilter};
 use executor_store::ConnectionKey;
 use serde::Deserialize;
@@ -157,40 +159,61 @@ async fn health() -> Response {
 
 // ---- integrations -----------------------------------------------------------------------
 
-async fn list_integrations(State(engine): State<Engine>) -> ApiResult {
-    let list = engine.list_integrations().await?;
+async fn list_integrations(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult {
+    let list = engine.list_integrations(&caller).await?;
     ok(Value::Array(list.iter().map(wire::integration).collect()))
 }
 
-async fn get_integration(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    ok(wire::integration(&engine.get_integration(&slug).await?))
+async fn get_integration(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    ok(wire::integration(
+        &engine.get_integration(&caller, &slug).await?,
+    ))
 }
 
 async fn patch_integration(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(slug): Path<String>,
     ApiJson(body): ApiJson<wire::PatchIntegrationBody>,
 ) -> ApiResult {
     let updated = engine
-        .update_integration(&slug, body.name, body.description)
+        .update_integration(&caller, &slug, body.name, body.description)
         .await?;
     ok(wire::integration(&updated))
 }
 
-async fn remove_integration(State(engine): State<Engine>, Path(slug): Path<String>) -> ApiResult {
-    engine.remove_integration(&slug).await?;
+async fn remove_integration(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    engine.remove_integration(&caller, &slug).await?;
     ok(json!({ "removed": true }))
 }
 
 // ---- credential providers ---------------------------------------------------------------
 
-async fn list_providers(State(engine): State<Engine>) -> ApiResult {
-    ok(json!(engine.list_providers()))
+async fn list_providers(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult {
+    ok(json!(engine.list_providers(&caller)))
 }
 
 /// `[{id, name}]`: names only, never values; empty for unknown or non-listable providers.
-async fn provider_items(State(engine): State<Engine>, Path(key): Path<String>) -> ApiResult {
-    let items = engine.provider_items(&key).await?;
+async fn provider_items(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(key): Path<String>,
+) -> ApiResult {
+    let items = engine.provider_items(&caller, &key).await?;
     ok(Value::Array(
         items
             .into_iter()
@@ -203,17 +226,19 @@ async fn provider_items(State(engine): State<Engine>, Path(key): Path<String>) -
 
 async fn list_connections(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     let owner = query.get("owner").map(|o| owner(o)).transpose()?;
     let list = engine
-        .list_connections(query.get("integration").map(String::as_str), owner)
+        .list_connections(&caller, query.get("integration").map(String::as_str), owner)
         .await?;
     ok(Value::Array(list.iter().map(wire::connection).collect()))
 }
 
 async fn create_connection(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<wire::CreateConnectionBody>,
 ) -> ApiResult {
     let owner = owner(&body.owner)?;
@@ -231,16 +256,19 @@ async fn create_connection(
         }
     };
     let created = engine
-        .create_connection(ConnectionInput {
-            owner,
-            name: body.name,
-            integration: body.integration,
-            template: body.template,
-            identity_label: body.identity_label,
-            description: body.description,
-            origin,
-            replace: body.replace,
-        })
+        .create_connection(
+            &caller,
+            ConnectionInput {
+                owner,
+                name: body.name,
+                integration: body.integration,
+                template: body.template,
+                identity_label: body.identity_label,
+                description: body.description,
+                origin,
+                replace: body.replace,
+            },
+        )
         .await?;
     ok(wire::connection(&created))
 }
@@ -259,39 +287,45 @@ fn connection_key(
 
 async fn get_connection(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path((owner, integration, name)): Path<(String, String, String)>,
 ) -> ApiResult {
     let key = connection_key(&owner, integration, name)?;
-    ok(wire::connection(&engine.get_connection(&key).await?))
+    ok(wire::connection(
+        &engine.get_connection(&caller, &key).await?,
+    ))
 }
 
 async fn patch_connection(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path((owner, integration, name)): Path<(String, String, String)>,
     ApiJson(body): ApiJson<wire::PatchConnectionBody>,
 ) -> ApiResult {
     let key = connection_key(&owner, integration, name)?;
     let updated = engine
-        .update_connection(&key, body.description, body.identity_label)
+        .update_connection(&caller, &key, body.description, body.identity_label)
         .await?;
     ok(wire::connection(&updated))
 }
 
 async fn remove_connection(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path((owner, integration, name)): Path<(String, String, String)>,
 ) -> ApiResult {
     let key = connection_key(&owner, integration, name)?;
-    engine.remove_connection(&key).await?;
+    engine.remove_connection(&caller, &key).await?;
     ok(json!({ "removed": true }))
 }
 
 async fn refresh_connection(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path((owner, integration, name)): Path<(String, String, String)>,
 ) -> ApiResult {
     let key = connection_key(&owner, integration, name)?;
-    let tools = engine.refresh_connection(&key).await?;
+    let tools = engine.refresh_connection(&caller, &key).await?;
     ok(Value::Array(
         tools.iter().map(wire::refreshed_tool).collect(),
     ))
@@ -301,6 +335,7 @@ async fn refresh_connection(
 
 async fn list_tools(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     let filter = ToolListFilter {
@@ -312,7 +347,7 @@ async fn list_tools(
         exclude_blocked: query.get("includeBlocked").map(String::as_str) == Some("false"),
     };
     let include_annotations = query.get("includeAnnotations").map(String::as_str) != Some("false");
-    let tools = engine.list_tools(&filter).await?;
+    let tools = engine.list_tools(&caller, &filter).await?;
     ok(Value::Array(
         tools
             .iter()
@@ -323,42 +358,49 @@ async fn list_tools(
 
 async fn tool_schema(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     let address = query
         .get("address")
         .filter(|a| !a.is_empty())
         .ok_or_else(|| ApiError::schema("The address query parameter is required."))?;
-    let schema = engine.tool_schema(address).await?;
+    let schema = engine.tool_schema(&caller, address).await?;
     ok(wire::tool_schema(&schema))
 }
 
 // ---- policies ---------------------------------------------------------------------------
 
-async fn list_policies(State(engine): State<Engine>) -> ApiResult {
-    let list = engine.list_policies().await?;
+async fn list_policies(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult {
+    let list = engine.list_policies(&caller).await?;
     ok(Value::Array(list.iter().map(wire::policy).collect()))
 }
 
 async fn create_policy(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<wire::CreatePolicyBody>,
 ) -> ApiResult {
     let owner = owner(&body.owner)?;
     let created = engine
-        .create_policy(owner, &body.pattern, &body.action, body.position)
+        .create_policy(&caller, owner, &body.pattern, &body.action, body.position)
         .await?;
     ok(wire::policy(&created))
 }
 
 async fn update_policy(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<wire::UpdatePolicyBody>,
 ) -> ApiResult {
     let owner = owner(&body.owner)?;
     let updated = engine
         .update_policy(
+            &caller,
             &id,
             owner,
             body.pattern.as_deref(),
@@ -371,10 +413,14 @@ async fn update_policy(
 
 async fn remove_policy(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<wire::OwnerBody>,
 ) -> ApiResult {
-    if !engine.remove_policy(owner(&body.owner)?, &id).await? {
+    if !engine
+        .remove_policy(&caller, owner(&body.owner)?, &id)
+        .await?
+    {
         return Err(executor_engine::EngineError::PolicyNotFound { id }.into());
     }
     ok(json!({ "removed": true }))
@@ -384,14 +430,18 @@ async fn remove_policy(
 
 async fn execute(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<wire::ExecuteBody>,
 ) -> ApiResult {
-    let outcome = engine.execute(body.code, body.auto_approve).await?;
+    let outcome = engine
+        .execute(&caller, body.code, body.auto_approve)
+        .await?;
     ok(wire::outcome(&outcome))
 }
 
 async fn list_executions(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     let number = |key: &str, default: u32| -> Result<u32, ApiError> {
@@ -404,19 +454,24 @@ async fn list_executions(
     };
     let limit = number("limit", 50)?.clamp(1, executor_engine::MAX_HISTORY_PAGE);
     let offset = number("offset", 0)?;
-    let list = engine.list_executions(limit, offset).await?;
+    let list = engine.list_executions(&caller, limit, offset).await?;
     ok(Value::Array(
         list.iter().map(wire::execution_summary).collect(),
     ))
 }
 
-async fn get_execution(State(engine): State<Engine>, Path(id): Path<String>) -> ApiResult {
-    let paused = engine.paused_execution(&id).await?;
+async fn get_execution(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let paused = engine.paused_execution(&caller, &id).await?;
     ok(json!({ "text": paused.text, "structured": paused.structured }))
 }
 
 async fn resume_execution(
     State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<wire::ResumeBody>,
 ) -> ApiResult {
@@ -426,6 +481,6 @@ async fn resume_execution(
             body.action
         ))
     })?;
-    let outcome = engine.resume(&id, action, body.content).await?;
+    let outcome = engine.resume(&caller, &id, action, body.content).await?;
     ok(wire::outcome(&outcome))
 }

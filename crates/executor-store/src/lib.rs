@@ -329,6 +329,8 @@ fn locked_message(path: &std::path::Path, holder_hint: Option<&str>) -> String {
 #[async_trait]
 /// Executions and their journals are in the [`ExecutionStore`] supertrait.
 pub trait Store: ExecutionStore + Send + Sync + 'static {
+    /// Whether any tenant has an integration (the engine warms its upstream clients only then).
+    async fn any_integration(&self) -> Result<bool>;
     /// Integrations of the tenant, ordered by slug.
     async fn list_integrations(&self, scope: &Scope) -> Result<Vec<IntegrationRecord>>;
     async fn get_integration(&self, scope: &Scope, slug: &str)

@@ -519,6 +519,13 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 
 #[async_trait]
 impl Store for SqliteStore {
+    async fn any_integration(&self) -> Result<bool> {
+        let row = sqlx::query("SELECT EXISTS (SELECT 1 FROM integration)")
+            .fetch_one(&self.reader)
+            .await?;
+        Ok(row.try_get::<i64, _>(0)? != 0)
+    }
+
     async fn list_integrations(&self, scope: &Scope) -> Result<Vec<IntegrationRecord>> {
         let rows = sqlx::query(concat!(
             "SELECT ",

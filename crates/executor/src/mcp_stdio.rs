@@ -51,7 +51,7 @@ async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
                 mode = ElicitationMode::Model;
             }
             tracing::info!(data_dir = %settings.data_dir.display(), "serving MCP on stdio from the data directory");
-            let handler = ExecutorMcp::new(opened.engine.clone(), mode);
+            let handler = ExecutorMcp::new(opened.engine.clone(), opened.caller.clone(), mode);
             let result = serve_stdio(handler).await;
             opened.close().await;
             result

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use executor_engine::{Engine, EngineConfig, JsThreads, ProvidersConfig};
-use executor_store::{DataDirLock, Scope, SqliteStore, StoreError};
+use executor_engine::{Caller, Engine, EngineConfig, JsThreads, ProvidersConfig};
+use executor_store::{DataDirLock, SqliteStore, StoreError};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
@@ -60,24 +60,23 @@ pub(crate) fn init_logging() {
         .try_init();
 }
 
-/// Local tenant: `<basename(scopeDir)>-<first 8 hex of sha256(scopeDir)>`.
-fn local_scope(scope_dir: &Path) -> Scope {
+/// The local owner of tenant `<basename(scopeDir)>-<first 8 hex of sha256(scopeDir)>`.
+fn local_caller(scope_dir: &Path) -> Caller {
     let text = scope_dir.to_string_lossy();
     let hash = hex::encode(Sha256::digest(text.as_bytes()));
     let base = scope_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "root".to_owned());
-    Scope {
-        tenant: format!("{base}-{}", &hash[..8]),
-        subject: Some("local".to_owned()),
-    }
+    Caller::local(format!("{base}-{}", &hash[..8]))
 }
 
 /// The data directory opened by this process: the store (owner lock held) and its engine.
 pub(crate) struct Opened {
     pub(crate) store: Arc<SqliteStore>,
     pub(crate) engine: Engine,
+    /// Who this process acts for: the local owner of the scope directory's tenant.
+    pub(crate) caller: Caller,
 }
 
 pub(crate) enum OpenError {
@@ -138,9 +137,9 @@ pub(crate) async fn open_engine_locked(
             ))));
         }
     };
+    let caller = local_caller(scope_dir);
     let engine = Engine::new(
         store.clone(),
-        local_scope(scope_dir),
         EngineConfig {
             pause_ttl,
             calls,
@@ -166,18 +165,26 @@ pub(crate) async fn open_engine_locked(
     );
     // Before anything is served: a pending row now is a create nobody will answer, and MCP
     // configs of older builds hold static credentials in clear.
-    let healed = match engine.discard_interrupted_creates().await {
-        Ok(_) => engine.seal_legacy_mcp_values().await.map(|_| ()),
+    let healed = match engine.discard_interrupted_creates(&caller).await {
+        Ok(_) => engine.seal_legacy_mcp_values(&caller).await.map(|_| ()),
         Err(e) => Err(e),
     };
     if let Err(e) = healed {
-        let opened = Opened { store, engine };
+        let opened = Opened {
+            store,
+            engine,
+            caller,
+        };
         opened.close().await;
         return Err(OpenError::Other(
             anyhow::Error::new(e).context("repairing the data directory at start"),
         ));
     }
-    Ok(Opened { store, engine })
+    Ok(Opened {
+        store,
+        engine,
+        caller,
+    })
 }
 
 impl Opened {
@@ -334,6 +341,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         allowed_hosts: settings.allowed_hosts.clone(),
         auth_token: Some(token.clone()),
         mcp_sessions: settings.mcp_sessions,
+        caller: Some(opened.caller.clone()),
     };
     let server = tokio::spawn(executor_server::serve_with(
         listener,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use executor_engine::{Engine, EngineConfig};
 use executor_mcp::testing::{StatefulMcpServer, serve_stateful};
-use executor_store::{Scope, SqliteStore};
+use executor_store::SqliteStore;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +30,6 @@ impl Server {
         let store = Arc::new(SqliteStore::open(dir).await.unwrap());
         let engine = Engine::new(
             store.clone(),
-            Scope::local("durable-test"),
             EngineConfig {
                 pause_ttl,
                 ..EngineConfig::with_js_timeout(Duration::from_secs(10))
@@ -39,9 +38,13 @@ impl Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let shutdown = CancellationToken::new();
-        let served = tokio::spawn(executor_server::serve(
+        let served = tokio::spawn(executor_server::serve_with(
             listener,
             engine.clone(),
+            executor_server::ServeConfig {
+                caller: Some(executor_engine::Caller::local("durable-test")),
+                ..Default::default()
+            },
             shutdown.clone(),
             Duration::from_secs(5),
         ));

@@ -399,8 +399,8 @@ async fn static_values_stored_in_clear_by_older_builds_are_sealed_at_start() {
     // Shown masked even before the repair.
     let (_, server) = h.get("/api/mcp/servers/old").await;
     assert!(!server.to_string().contains("legacy-"), "{server}");
-    assert_eq!(h.engine.seal_legacy_mcp_values().await.unwrap(), 1);
-    assert_eq!(h.engine.seal_legacy_mcp_values().await.unwrap(), 0);
+    assert_eq!(h.engine.seal_legacy_mcp_values(&h.caller).await.unwrap(), 1);
+    assert_eq!(h.engine.seal_legacy_mcp_values(&h.caller).await.unwrap(), 0);
     let (_, server) = h.get("/api/mcp/servers/old").await;
     assert_eq!(
         server["config"]["headers"],

@@ -502,7 +502,7 @@ async fn call_me(h: &Harness, name: &str) -> Value {
 /// Makes the stored access token expire now.
 async fn expire(h: &Harness, name: &str) {
     let key = executor_store::ConnectionKey::new(executor_core::Owner::Org, "notes", name);
-    h.engine.expire_oauth_token(&key).await.unwrap();
+    h.engine.expire_oauth_token(&h.caller, &key).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -976,7 +976,7 @@ async fn mcp_server_behind_oauth() {
     auth.revoke_on_refresh.store(true, Ordering::SeqCst);
     let before = mcp_log(&auth).len();
     let key = executor_store::ConnectionKey::new(executor_core::Owner::Org, "secure", "main");
-    h.engine.expire_oauth_token(&key).await.unwrap();
+    h.engine.expire_oauth_token(&h.caller, &key).await.unwrap();
     let calls = (0..20).map(|_| {
         call_secure(
             &h,
@@ -1046,7 +1046,7 @@ async fn mcp_server_behind_oauth() {
 
     // A plain 403 at the handshake → connection_rejected (403).
     auth.expires_in.store(3600, Ordering::SeqCst);
-    h.engine.expire_oauth_token(&key).await.unwrap();
+    h.engine.expire_oauth_token(&h.caller, &key).await.unwrap();
     auth.mcp_forbidden.store(true, Ordering::SeqCst);
     let forbidden = call_secure(&h, "return await tools.secure.org.main.get_workspace({})").await;
     assert_eq!(

@@ -423,7 +423,7 @@ async fn a_basic_only_token_endpoint_gets_the_client_in_the_header() {
     assert_eq!(get_workspace(&h, "m").await["ok"], true);
     // Due: the refresh authenticates the same way.
     let key = executor_store::ConnectionKey::new(executor_core::Owner::Org, "secure", "m");
-    h.engine.expire_oauth_token(&key).await.unwrap();
+    h.engine.expire_oauth_token(&h.caller, &key).await.unwrap();
     assert_eq!(get_workspace(&h, "m").await["ok"], true);
 
     // A registered client: asks for client_secret_basic, and exchanges its code so.

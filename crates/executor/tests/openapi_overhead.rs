@@ -51,7 +51,11 @@ paths:
 
 async fn run(h: &Harness, code: &str) -> Duration {
     let started = Instant::now();
-    let outcome = h.engine.execute(code.to_owned(), true).await.unwrap();
+    let outcome = h
+        .engine
+        .execute(&h.caller, code.to_owned(), true)
+        .await
+        .unwrap();
     let took = started.elapsed();
     match outcome {
         ExecutionOutcome::Completed(c) => assert!(!c.is_error, "{}", c.text),

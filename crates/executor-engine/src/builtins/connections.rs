@@ -9,6 +9,7 @@ use executor_store::{ConnectionKey, ConnectionRecord, ToolSummary};
 use serde_json::{Value, json};
 
 use super::{Args, CoreResult, web_link};
+use crate::caller::Caller;
 use crate::catalog::{ConnectionInput, CredentialOrigin, InputOrigin};
 use crate::views::connection_json;
 use crate::{BUILTIN_INTEGRATION, Engine};
@@ -109,13 +110,13 @@ fn list_item(record: &ConnectionRecord, verbose: bool) -> Value {
     item
 }
 
-pub(super) async fn list(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn list(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let args = Args::new(LIST, args, &["integration", "owner", "verbose"])?;
     let integration = args.str("integration")?;
     let owner = args.opt_owner("owner")?;
     let verbose = args.bool("verbose")?.unwrap_or(false);
     let list = engine
-        .list_connections(integration.as_deref(), owner)
+        .list_connections(caller, integration.as_deref(), owner)
         .await?;
     Ok(json!({
         "items": list.iter().map(|c| list_item(c, verbose)).collect::<Vec<_>>(),
@@ -142,7 +143,7 @@ fn input_origin(variable: &str, value: &Value) -> Result<InputOrigin, String> {
     })
 }
 
-pub(super) async fn create(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn create(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let a = Args::new(
         CREATE,
         args,
@@ -195,13 +196,13 @@ pub(super) async fn create(engine: &Engine, args: &Value) -> CoreResult {
         origin,
         replace: a.bool("replace")?.unwrap_or(false),
     };
-    let created = engine.create_connection(input).await?;
+    let created = engine.create_connection(caller, input).await?;
     Ok(connection_json(&created))
 }
 
 /// `<web>/integrations/<slug>?addAccount=1&owner&template&label`: the integration's Add account
 /// form, where the person types the credential so it never passes through the agent.
-pub(super) async fn create_handoff(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn create_handoff(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let a = Args::new(
         HANDOFF,
         args,
@@ -216,7 +217,7 @@ pub(super) async fn create_handoff(engine: &Engine, args: &Value) -> CoreResult 
             .into());
     }
     // A link to an integration that does not exist would only show the person an error page.
-    engine.get_integration(&integration).await?;
+    engine.get_integration(caller, &integration).await?;
     let mut query = vec![("addAccount", "1".to_owned())];
     query.extend(owner.map(|o| ("owner", o.as_str().to_owned())));
     query.extend(template.map(|t| ("template", t)));
@@ -239,9 +240,9 @@ fn key_of(tool: &'static str, args: &Value) -> Result<ConnectionKey, Box<ToolErr
     ))
 }
 
-pub(super) async fn remove(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn remove(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let key = key_of(REMOVE, args)?;
-    engine.remove_connection(&key).await?;
+    engine.remove_connection(caller, &key).await?;
     Ok(json!({"removed": true}))
 }
 
@@ -259,10 +260,10 @@ fn tool_json(t: &ToolSummary) -> Value {
 
 /// The refreshed tools, and the connection's health after it: a failed sync keeps the old
 /// catalog and says why there, which an agent could not tell from the list alone.
-pub(super) async fn refresh(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn refresh(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let key = key_of(REFRESH, args)?;
-    let tools = engine.refresh_connection(&key).await?;
-    let connection = engine.get_connection(&key).await?;
+    let tools = engine.refresh_connection(caller, &key).await?;
+    let connection = engine.get_connection(caller, &key).await?;
     Ok(json!({
         "tools": tools.iter().map(tool_json).collect::<Vec<_>>(),
         "lastHealth": connection.last_health,

@@ -15,6 +15,7 @@ use executor_core::{Owner, ToolError, ToolOutcome};
 use executor_sandbox::HostReply;
 use serde_json::{Map, Value, json};
 
+use crate::caller::Caller;
 use crate::error::{EngineError, EngineResult};
 use crate::{Engine, Inner};
 
@@ -296,6 +297,7 @@ const HELPERS: &[(&str, &str)] = &[
 /// Sandbox helpers (not tools: no policy applies); `None` means "not a helper".
 pub(crate) async fn dispatch_helper(
     inner: &Arc<Inner>,
+    caller: &Caller,
     path: &str,
     args: &Value,
 ) -> Option<HostReply> {
@@ -303,9 +305,9 @@ pub(crate) async fn dispatch_helper(
         inner: inner.clone(),
     };
     let reply = match path {
-        "search" => search(&engine, args).await,
-        "describe.tool" => describe(&engine, args).await,
-        "executor.integrations.list" => integrations_list(&engine, args).await,
+        "search" => search(&engine, caller, args).await,
+        "describe.tool" => describe(&engine, caller, args).await,
+        "executor.integrations.list" => integrations_list(&engine, caller, args).await,
         _ => return None,
     };
     Some(match reply {
@@ -318,34 +320,47 @@ pub(crate) async fn dispatch_helper(
 /// Runs a static core tool (after the dispatcher's policy gate). Core tools answer with the
 /// result union: bad arguments are `invalid_tool_arguments` and the engine's user-actionable
 /// errors carry their own codes, never a throw; only defects reject (opaquely).
-pub(crate) async fn run_static(engine: &Engine, tool: &StaticTool, args: &Value) -> HostReply {
+pub(crate) async fn run_static(
+    engine: &Engine,
+    caller: &Caller,
+    tool: &StaticTool,
+    args: &Value,
+) -> HostReply {
     let reply: CoreResult = match tool.fqid {
-        "executor.coreTools.integrations.list" => legacy(integrations_list(engine, args).await),
-        "executor.coreTools.connections.list" => connections::list(engine, args).await,
-        "executor.coreTools.connections.create" => connections::create(engine, args).await,
-        "executor.coreTools.connections.createHandoff" => {
-            connections::create_handoff(engine, args).await
+        "executor.coreTools.integrations.list" => {
+            legacy(integrations_list(engine, caller, args).await)
         }
-        "executor.coreTools.connections.remove" => connections::remove(engine, args).await,
-        "executor.coreTools.connections.refresh" => connections::refresh(engine, args).await,
-        "executor.coreTools.providers.list" => Ok(json!(engine.list_providers())),
-        "executor.coreTools.providers.items" => legacy(providers_items(engine, args).await),
-        "executor.coreTools.oauth.clients.list" => oauth::clients_list(engine).await,
-        "executor.coreTools.oauth.clients.create" => oauth::clients_create(engine, args).await,
+        "executor.coreTools.connections.list" => connections::list(engine, caller, args).await,
+        "executor.coreTools.connections.create" => connections::create(engine, caller, args).await,
+        "executor.coreTools.connections.createHandoff" => {
+            connections::create_handoff(engine, caller, args).await
+        }
+        "executor.coreTools.connections.remove" => connections::remove(engine, caller, args).await,
+        "executor.coreTools.connections.refresh" => {
+            connections::refresh(engine, caller, args).await
+        }
+        "executor.coreTools.providers.list" => Ok(json!(engine.list_providers(caller))),
+        "executor.coreTools.providers.items" => legacy(providers_items(engine, caller, args).await),
+        "executor.coreTools.oauth.clients.list" => oauth::clients_list(engine, caller).await,
+        "executor.coreTools.oauth.clients.create" => {
+            oauth::clients_create(engine, caller, args).await
+        }
         "executor.coreTools.oauth.clients.createHandoff" => {
-            oauth::clients_create_handoff(engine, args).await
+            oauth::clients_create_handoff(engine, caller, args).await
         }
         "executor.coreTools.oauth.clients.registerDynamic" => {
-            oauth::clients_register_dynamic(engine, args).await
+            oauth::clients_register_dynamic(engine, caller, args).await
         }
-        "executor.coreTools.oauth.clients.remove" => oauth::clients_remove(engine, args).await,
-        "executor.coreTools.oauth.probe" => oauth::probe(engine, args).await,
-        "executor.coreTools.oauth.start" => oauth::start(engine, args).await,
-        "executor.coreTools.oauth.cancel" => oauth::cancel(engine, args).await,
-        "executor.coreTools.policies.list" => legacy(policies_list(engine).await),
-        "executor.coreTools.policies.create" => legacy(policies_create(engine, args).await),
-        "executor.coreTools.policies.update" => policies_update(engine, args).await,
-        "executor.coreTools.policies.remove" => policies_remove(engine, args).await,
+        "executor.coreTools.oauth.clients.remove" => {
+            oauth::clients_remove(engine, caller, args).await
+        }
+        "executor.coreTools.oauth.probe" => oauth::probe(engine, caller, args).await,
+        "executor.coreTools.oauth.start" => oauth::start(engine, caller, args).await,
+        "executor.coreTools.oauth.cancel" => oauth::cancel(engine, caller, args).await,
+        "executor.coreTools.policies.list" => legacy(policies_list(engine, caller).await),
+        "executor.coreTools.policies.create" => legacy(policies_create(engine, caller, args).await),
+        "executor.coreTools.policies.update" => policies_update(engine, caller, args).await,
+        "executor.coreTools.policies.remove" => policies_remove(engine, caller, args).await,
         other => Err(EngineError::Internal(format!("static tool {other} has no handler")).into()),
     };
     match reply {
@@ -549,14 +564,14 @@ impl<'a> Args<'a> {
 }
 
 /// `[{id, name}]` of a provider: names only, never values; empty for unknown providers.
-async fn providers_items(engine: &Engine, args: &Value) -> BuiltinResult {
+async fn providers_items(engine: &Engine, caller: &Caller, args: &Value) -> BuiltinResult {
     const T: &str = "executor.coreTools.providers.items";
     let provider = match object_args(T, args).and_then(|map| string_arg(map, T, "provider")) {
         Ok(Some(provider)) => provider,
         Ok(None) => return Ok(Err(format!("{T}: provider is required"))),
         Err(message) => return Ok(Err(message)),
     };
-    let items = engine.provider_items(&provider).await?;
+    let items = engine.provider_items(caller, &provider).await?;
     Ok(Ok(Value::Array(
         items
             .into_iter()
@@ -573,8 +588,8 @@ pub(crate) fn policy_json(p: &crate::PolicyView) -> Value {
     })
 }
 
-async fn policies_list(engine: &Engine) -> BuiltinResult {
-    let list = engine.list_policies().await?;
+async fn policies_list(engine: &Engine, caller: &Caller) -> BuiltinResult {
+    let list = engine.list_policies(caller).await?;
     Ok(Ok(
         json!({"items": list.iter().map(policy_json).collect::<Vec<_>>()}),
     ))
@@ -589,7 +604,7 @@ fn owner_arg(map: Option<&Map<String, Value>>, tool: &str) -> Result<executor_co
     }
 }
 
-async fn policies_create(engine: &Engine, args: &Value) -> BuiltinResult {
+async fn policies_create(engine: &Engine, caller: &Caller, args: &Value) -> BuiltinResult {
     const T: &str = "executor.coreTools.policies.create";
     let parsed = (|| {
         let map = object_args(T, args)?;
@@ -604,12 +619,19 @@ async fn policies_create(engine: &Engine, args: &Value) -> BuiltinResult {
     };
     // Recorded as the agent's: it can tighten anything but never loosen a person's block.
     let created = engine
-        .create_policy_by(PolicyAuthor::Agent, owner, &pattern, &action, position)
+        .create_policy_by(
+            caller,
+            PolicyAuthor::Agent,
+            owner,
+            &pattern,
+            &action,
+            position,
+        )
         .await?;
     Ok(Ok(policy_json(&created)))
 }
 
-async fn policies_update(engine: &Engine, args: &Value) -> CoreResult {
+async fn policies_update(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     const T: &str = "executor.coreTools.policies.update";
     let parsed = (|| {
         let map = object_args(T, args)?;
@@ -625,14 +647,21 @@ async fn policies_update(engine: &Engine, args: &Value) -> CoreResult {
     })();
     let (owner, id, pattern, action, position) =
         parsed.map_err(|m| Box::new(ToolError::new("invalid_tool_arguments", m)))?;
-    agent_may_change(engine, owner, &id).await?;
+    agent_may_change(engine, caller, owner, &id).await?;
     let updated = engine
-        .update_policy(&id, owner, pattern.as_deref(), action.as_deref(), position)
+        .update_policy(
+            caller,
+            &id,
+            owner,
+            pattern.as_deref(),
+            action.as_deref(),
+            position,
+        )
         .await?;
     Ok(policy_json(&updated))
 }
 
-async fn policies_remove(engine: &Engine, args: &Value) -> CoreResult {
+async fn policies_remove(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     const T: &str = "executor.coreTools.policies.remove";
     let parsed = (|| {
         let map = object_args(T, args)?;
@@ -641,15 +670,20 @@ async fn policies_remove(engine: &Engine, args: &Value) -> CoreResult {
         Ok::<_, String>((owner, id))
     })();
     let (owner, id) = parsed.map_err(|m| Box::new(ToolError::new("invalid_tool_arguments", m)))?;
-    agent_may_change(engine, owner, &id).await?;
-    engine.remove_policy(owner, &id).await?;
+    agent_may_change(engine, caller, owner, &id).await?;
+    engine.remove_policy(caller, owner, &id).await?;
     Ok(json!({"removed": true}))
 }
 
 /// An agent changes only the rules agents wrote: editing or removing a person's rule from an
 /// execution would loosen it as surely as an `approve` rule above it. (An author never changes.)
-async fn agent_may_change(engine: &Engine, owner: Owner, id: &str) -> Result<(), CoreFailure> {
-    if engine.policy_author(owner, id).await? == Some(PolicyAuthor::Person) {
+async fn agent_may_change(
+    engine: &Engine,
+    caller: &Caller,
+    owner: Owner,
+    id: &str,
+) -> Result<(), CoreFailure> {
+    if engine.policy_author(caller, owner, id).await? == Some(PolicyAuthor::Person) {
         return Err(Box::new(ToolError::new(
             "policy_written_by_person",
             format!(
@@ -797,7 +831,7 @@ fn page_json<T>(items: Vec<T>, total: usize, offset: usize, to_json: impl Fn(T) 
     })
 }
 
-async fn search(engine: &Engine, args: &Value) -> BuiltinResult {
+async fn search(engine: &Engine, caller: &Caller, args: &Value) -> BuiltinResult {
     let parse = || -> Result<SearchQuery, String> {
         const H: &str = "tools.search";
         let map = object_args(H, args)?;
@@ -812,7 +846,7 @@ async fn search(engine: &Engine, args: &Value) -> BuiltinResult {
         Ok(q) => q,
         Err(message) => return Ok(Err(message)),
     };
-    let index = engine.search_index().await?;
+    let index = engine.search_index(caller).await?;
     let page = index.search(&query);
     let items: Vec<Value> = page
         .items
@@ -833,7 +867,7 @@ async fn search(engine: &Engine, args: &Value) -> BuiltinResult {
     })))
 }
 
-async fn describe(engine: &Engine, args: &Value) -> BuiltinResult {
+async fn describe(engine: &Engine, caller: &Caller, args: &Value) -> BuiltinResult {
     const H: &str = "tools.describe.tool";
     let map = match object_args(H, args) {
         Ok(m) => m,
@@ -859,14 +893,14 @@ async fn describe(engine: &Engine, args: &Value) -> BuiltinResult {
     } else {
         format!("tools.{path}")
     };
-    let schema = match engine.tool_schema(&address).await {
+    let schema = match engine.tool_schema(caller, &address).await {
         Ok(schema) => schema,
         Err(crate::EngineError::ToolNotFound { .. }) => {
             let leaf = path.rsplit('.').next().unwrap_or(&path);
             let namespace = path.split('.').next().filter(|n| *n != leaf);
-            let mut suggestions = suggest(&*engine.search_index().await?, leaf, namespace, 5);
+            let mut suggestions = suggest(&*engine.search_index(caller).await?, leaf, namespace, 5);
             if suggestions.is_empty() {
-                suggestions = engine.suggestions(leaf, None).await;
+                suggestions = engine.suggestions(caller, leaf, None).await;
             }
             let mut error =
                 json!({"code": "tool_not_found", "message": format!("Tool not found: {path}")});
@@ -892,7 +926,7 @@ async fn describe(engine: &Engine, args: &Value) -> BuiltinResult {
     Ok(Ok(body))
 }
 
-async fn integrations_list(engine: &Engine, args: &Value) -> BuiltinResult {
+async fn integrations_list(engine: &Engine, caller: &Caller, args: &Value) -> BuiltinResult {
     const H: &str = "tools.executor.integrations.list";
     let map = match object_args(H, args) {
         Ok(m) => m,
@@ -910,9 +944,12 @@ async fn integrations_list(engine: &Engine, args: &Value) -> BuiltinResult {
         Ok(v) => v,
         Err(message) => return Ok(Err(message)),
     };
-    let integrations = engine.list_integrations().await?;
+    let integrations = engine.list_integrations(caller).await?;
     let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for tool in engine.list_tools(&crate::ToolListFilter::default()).await? {
+    for tool in engine
+        .list_tools(caller, &crate::ToolListFilter::default())
+        .await?
+    {
         *counts.entry(tool.integration).or_default() += 1;
     }
     let words: Vec<&str> = query.split_whitespace().collect();
@@ -940,37 +977,35 @@ async fn integrations_list(engine: &Engine, args: &Value) -> BuiltinResult {
 }
 
 /// The search index over every visible tool, rebuilt when the catalog's generation moves.
+#[derive(Default)]
 pub(crate) struct IndexCache {
-    cached: tokio::sync::Mutex<Option<(u64, Arc<SearchIndex>)>>,
-}
-
-impl Default for IndexCache {
-    fn default() -> Self {
-        Self {
-            cached: tokio::sync::Mutex::new(None),
-        }
-    }
+    /// By tenant, subject and policy source (blocked tools are left out).
+    indexes: crate::cache::PerKey<crate::caller::PolicyKey, SearchIndex>,
 }
 
 impl Engine {
-    pub(crate) async fn search_index(&self) -> EngineResult<Arc<SearchIndex>> {
+    pub(crate) async fn search_index(&self, caller: &Caller) -> EngineResult<Arc<SearchIndex>> {
         let generation = self
             .inner
             .catalog_generation
             .load(std::sync::atomic::Ordering::Acquire);
-        let mut cached = self.inner.search_index.cached.lock().await;
-        if let Some((g, index)) = cached.as_ref()
-            && *g == generation
-        {
-            return Ok(index.clone());
-        }
+        self.inner
+            .search_index
+            .indexes
+            .get_or_build(caller.policy_key(), generation, || {
+                self.build_search_index(caller)
+            })
+            .await
+    }
+
+    async fn build_search_index(&self, caller: &Caller) -> EngineResult<SearchIndex> {
         let tools = self
             .inner
             .store
-            .list_tools(&self.inner.scope, &executor_store::ToolFilter::default())
+            .list_tools(caller.scope(), &executor_store::ToolFilter::default())
             .await?;
         // Blocked tools are invisible to agents: not searchable, not describable.
-        let policies = self.policy_set().await?;
+        let policies = self.policy_set(caller).await?;
         let visible = |id: &str| policies.resolve(id, false).action() != PolicyAction::Block;
         let mut entries: Vec<SearchEntry> = STATIC_TOOLS
             .iter()
@@ -994,14 +1029,17 @@ impl Engine {
                     integration: t.integration,
                 }),
         );
-        let index = Arc::new(SearchIndex::new(entries));
-        *cached = Some((generation, index.clone()));
-        Ok(index)
+        Ok(SearchIndex::new(entries))
     }
 
     /// Tool-not-found suggestions from the ranked search.
-    pub(crate) async fn suggestions(&self, leaf: &str, namespace: Option<&str>) -> Vec<String> {
-        match self.search_index().await {
+    pub(crate) async fn suggestions(
+        &self,
+        caller: &Caller,
+        leaf: &str,
+        namespace: Option<&str>,
+    ) -> Vec<String> {
+        match self.search_index(caller).await {
             Ok(index) => suggest(&index, leaf, namespace, 5),
             Err(_) => Vec::new(),
         }

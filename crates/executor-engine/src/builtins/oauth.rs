@@ -6,6 +6,7 @@ use executor_core::ToolError;
 use serde_json::{Value, json};
 
 use super::{Args, CoreResult, web_link};
+use crate::caller::Caller;
 use crate::oauth::{
     GRANT_AUTHORIZATION_CODE, OAuthClientInput, OAuthStart, OAuthStarted, RegisterDynamicClient,
 };
@@ -142,14 +143,14 @@ pub(super) fn cancel_input() -> Value {
     })
 }
 
-pub(super) async fn clients_list(engine: &Engine) -> CoreResult {
-    let clients = engine.list_oauth_clients().await?;
+pub(super) async fn clients_list(engine: &Engine, caller: &Caller) -> CoreResult {
+    let clients = engine.list_oauth_clients(caller).await?;
     Ok(Value::Array(clients.iter().map(client_json).collect()))
 }
 
 /// Registers a public client (or a client-credentials one whose secret a person adds in the
 /// web UI): a secret typed here would pass through the agent's context.
-pub(super) async fn clients_create(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn clients_create(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let a = Args::new(
         CLIENTS_CREATE,
         args,
@@ -167,18 +168,21 @@ pub(super) async fn clients_create(engine: &Engine, args: &Value) -> CoreResult 
     )
     .map_err(|e| secret_refused(args, e))?;
     let slug = engine
-        .put_oauth_client(OAuthClientInput {
-            owner: a.owner("owner")?,
-            slug: a.required("slug")?,
-            authorization_url: a.str("authorizationUrl")?.unwrap_or_default(),
-            token_url: a.required("tokenUrl")?,
-            grant: a.required("grant")?,
-            client_id: a.required("clientId")?,
-            client_secret: None,
-            resource: a.str("resource")?,
-            origin_integration: a.str("originIntegration")?,
-            token_endpoint_auth_method: a.str("tokenEndpointAuthMethod")?,
-        })
+        .put_oauth_client(
+            caller,
+            OAuthClientInput {
+                owner: a.owner("owner")?,
+                slug: a.required("slug")?,
+                authorization_url: a.str("authorizationUrl")?.unwrap_or_default(),
+                token_url: a.required("tokenUrl")?,
+                grant: a.required("grant")?,
+                client_id: a.required("clientId")?,
+                client_secret: None,
+                resource: a.str("resource")?,
+                origin_integration: a.str("originIntegration")?,
+                token_endpoint_auth_method: a.str("tokenEndpointAuthMethod")?,
+            },
+        )
         .await?;
     Ok(json!({"client": slug}))
 }
@@ -199,7 +203,11 @@ fn secret_refused(args: &Value, refused: Box<ToolError>) -> Box<ToolError> {
 
 /// `<web>/integrations/<slug>?addAccount=1&oauthClient=1&…`: the Register OAuth app form,
 /// pre-filled with the non-secret fields; the person types the secret there.
-pub(super) async fn clients_create_handoff(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn clients_create_handoff(
+    engine: &Engine,
+    caller: &Caller,
+    args: &Value,
+) -> CoreResult {
     let a = Args::new(
         CLIENTS_HANDOFF,
         args,
@@ -222,7 +230,7 @@ pub(super) async fn clients_create_handoff(engine: &Engine, args: &Value) -> Cor
             .invalid("the built-in integration takes no OAuth clients")
             .into());
     }
-    engine.get_integration(&integration).await?;
+    engine.get_integration(caller, &integration).await?;
     let mut query = vec![
         ("addAccount", "1".to_owned()),
         ("oauthClient", "1".to_owned()),
@@ -267,7 +275,11 @@ fn no_callback() -> Box<ToolError> {
     ))
 }
 
-pub(super) async fn clients_register_dynamic(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn clients_register_dynamic(
+    engine: &Engine,
+    caller: &Caller,
+    args: &Value,
+) -> CoreResult {
     let a = Args::new(
         CLIENTS_REGISTER,
         args,
@@ -291,36 +303,39 @@ pub(super) async fn clients_register_dynamic(engine: &Engine, args: &Value) -> C
         None => callback_url(engine).ok_or_else(no_callback)?,
     };
     let slug = engine
-        .register_dynamic_client(RegisterDynamicClient {
-            owner: a.owner("owner")?,
-            slug: a.str("slug")?,
-            issuer: a.str("issuer")?,
-            registration_endpoint: a.required("registrationEndpoint")?,
-            authorization_url: a.required("authorizationUrl")?,
-            token_url: a.required("tokenUrl")?,
-            resource: a.str("resource")?,
-            scopes: a.strings("scopes")?.unwrap_or_default(),
-            token_endpoint_auth_methods_supported: a
-                .strings("tokenEndpointAuthMethodsSupported")?,
-            client_name: a.str("clientName")?,
-            redirect_uri,
-            origin_integration: a.str("originIntegration")?,
-        })
+        .register_dynamic_client(
+            caller,
+            RegisterDynamicClient {
+                owner: a.owner("owner")?,
+                slug: a.str("slug")?,
+                issuer: a.str("issuer")?,
+                registration_endpoint: a.required("registrationEndpoint")?,
+                authorization_url: a.required("authorizationUrl")?,
+                token_url: a.required("tokenUrl")?,
+                resource: a.str("resource")?,
+                scopes: a.strings("scopes")?.unwrap_or_default(),
+                token_endpoint_auth_methods_supported: a
+                    .strings("tokenEndpointAuthMethodsSupported")?,
+                client_name: a.str("clientName")?,
+                redirect_uri,
+                origin_integration: a.str("originIntegration")?,
+            },
+        )
         .await?;
     Ok(json!({"client": slug}))
 }
 
 /// `removed: false` when no client of that owner has the slug (the HTTP route is idempotent and
 /// says true; an agent sweeping slugs is better told which ones were not there).
-pub(super) async fn clients_remove(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn clients_remove(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let a = Args::new(CLIENTS_REMOVE, args, &["owner", "slug"])?;
     let removed = engine
-        .remove_oauth_client(a.owner("owner")?, &a.required("slug")?)
+        .remove_oauth_client(caller, a.owner("owner")?, &a.required("slug")?)
         .await?;
     Ok(json!({"removed": removed}))
 }
 
-pub(super) async fn probe(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn probe(engine: &Engine, _caller: &Caller, args: &Value) -> CoreResult {
     let a = Args::new(PROBE, args, &["url"])?;
     let p = engine.probe_oauth(&a.required("url")?).await?;
     Ok(oauth_probe_json(&p))
@@ -328,7 +343,7 @@ pub(super) async fn probe(engine: &Engine, args: &Value) -> CoreResult {
 
 /// Client credentials mint the connection here; an authorization-code client answers with
 /// the URL the person must open (the callback then creates the connection).
-pub(super) async fn start(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn start(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let a = Args::new(
         START,
         args,
@@ -352,7 +367,7 @@ pub(super) async fn start(engine: &Engine, args: &Value) -> CoreResult {
             Some(uri) => uri,
             // Client credentials need no redirect; a code flow cannot start without one.
             None => {
-                let code_flow = engine.list_oauth_clients().await?.iter().any(|c| {
+                let code_flow = engine.list_oauth_clients(caller).await?.iter().any(|c| {
                     c.owner == client_owner
                         && c.slug == client
                         && c.grant == GRANT_AUTHORIZATION_CODE
@@ -365,17 +380,20 @@ pub(super) async fn start(engine: &Engine, args: &Value) -> CoreResult {
         },
     };
     let started = engine
-        .start_oauth(OAuthStart {
-            client,
-            client_owner,
-            owner: a.owner("owner")?,
-            name: a.required("name")?,
-            integration: a.required("integration")?,
-            template: a.required("template")?,
-            identity_label: a.str("identityLabel")?,
-            redirect_uri,
-            scopes: a.strings("scopes")?.unwrap_or_default(),
-        })
+        .start_oauth(
+            caller,
+            OAuthStart {
+                client,
+                client_owner,
+                owner: a.owner("owner")?,
+                name: a.required("name")?,
+                integration: a.required("integration")?,
+                template: a.required("template")?,
+                identity_label: a.str("identityLabel")?,
+                redirect_uri,
+                scopes: a.strings("scopes")?.unwrap_or_default(),
+            },
+        )
         .await?;
     Ok(match started {
         OAuthStarted::Connected(c) => {
@@ -396,8 +414,8 @@ pub(super) async fn start(engine: &Engine, args: &Value) -> CoreResult {
     })
 }
 
-pub(super) async fn cancel(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn cancel(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let a = Args::new(CANCEL, args, &["state"])?;
-    engine.cancel_oauth(&a.required("state")?).await?;
+    engine.cancel_oauth(caller, &a.required("state")?).await?;
     Ok(json!({"cancelled": true}))
 }

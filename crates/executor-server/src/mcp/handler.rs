@@ -5,7 +5,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use executor_core::Completed;
-use executor_engine::{AgentLink, Engine, EngineError, ExecutionOutcome, Paused, ResumeAction};
+use executor_engine::{
+    AgentLink, Caller, Engine, EngineError, ExecutionOutcome, Paused, ResumeAction,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitationAction, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
@@ -74,6 +76,9 @@ impl ElicitationMode {
 /// One MCP server instance over the engine.
 pub struct ExecutorMcp {
     engine: Engine,
+    /// Who requests act for when the transport says nothing (stdio); over HTTP each request
+    /// carries the caller the front door resolved.
+    default_caller: Caller,
     default_mode: ElicitationMode,
     /// Fixed at `initialize` from the request's query; stateless requests carry their own.
     mode: OnceLock<ElicitationMode>,
@@ -90,9 +95,10 @@ impl Drop for ExecutorMcp {
 }
 
 impl ExecutorMcp {
-    pub fn new(engine: Engine, default_mode: ElicitationMode) -> Self {
+    pub fn new(engine: Engine, default_caller: Caller, default_mode: ElicitationMode) -> Self {
         Self {
             engine,
+            default_caller,
             default_mode,
             mode: OnceLock::new(),
             origin: OnceLock::new(),
@@ -102,6 +108,14 @@ impl ExecutorMcp {
 
     fn request_parts(extensions: &rmcp::model::Extensions) -> Option<&http::request::Parts> {
         extensions.get::<http::request::Parts>()
+    }
+
+    /// The request's caller (set by the HTTP front door), else the instance's.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
+        Self::request_parts(&context.extensions)
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .unwrap_or(&self.default_caller)
+            .clone()
     }
 
     fn mode(&self, context: &RequestContext<RoleServer>) -> ElicitationMode {
@@ -121,8 +135,8 @@ impl ExecutorMcp {
         Self::request_parts(&context.extensions).and_then(origin_of)
     }
 
-    async fn connected_slugs(&self) -> Vec<String> {
-        match self.engine.list_connections(None, None).await {
+    async fn connected_slugs(&self, caller: &Caller) -> Vec<String> {
+        match self.engine.list_connections(caller, None, None).await {
             Ok(connections) => connections.into_iter().map(|c| c.integration).collect(),
             Err(e) => {
                 tracing::warn!(error = %e, "listing connections for the MCP surface failed");
@@ -131,8 +145,13 @@ impl ExecutorMcp {
         }
     }
 
-    async fn tools(&self, mode: ElicitationMode, peer: &Peer<RoleServer>) -> Vec<Tool> {
-        let slugs = self.connected_slugs().await;
+    async fn tools(
+        &self,
+        caller: &Caller,
+        mode: ElicitationMode,
+        peer: &Peer<RoleServer>,
+    ) -> Vec<Tool> {
+        let slugs = self.connected_slugs(caller).await;
         let mut tools = vec![
             tool(json!({
                 "name": "execute",
@@ -202,6 +221,7 @@ impl ExecutorMcp {
                 json!({"status": "error", "error": message}),
             );
         }
+        let caller = self.caller(context);
         let progress = super::progress::for_request(
             &context.peer,
             context.meta.get_progress_token(),
@@ -214,7 +234,7 @@ impl ExecutorMcp {
         // A client that cancels the request (`notifications/cancelled`) or closes the session
         // cancels the execution: dropping it stops its sandbox and its upstream requests.
         let outcome = tokio::select! {
-            outcome = self.engine.execute_for_agent(code.to_owned(), false, agent) => outcome,
+            outcome = self.engine.execute_for_agent(&caller, code.to_owned(), false, agent) => outcome,
             () = context.ct.cancelled() => {
                 let message = "The request was cancelled by the client.";
                 return error_result(format!("Error: {message}"), json!({"status": "error", "error": message}));
@@ -235,6 +255,7 @@ impl ExecutorMcp {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let mode = self.mode(context);
+        let caller = self.caller(context);
         loop {
             let paused = match outcome {
                 Err(e) => return engine_error(e),
@@ -243,10 +264,10 @@ impl ExecutorMcp {
             };
             match mode {
                 ElicitationMode::Native if can_elicit(&context.peer) => {
-                    let (action, content) = self.elicit(&paused, &context.peer).await;
+                    let (action, content) = self.elicit(&caller, &paused, &context.peer).await;
                     outcome = self
                         .engine
-                        .resume(&paused.execution_id, action, content)
+                        .resume(&caller, &paused.execution_id, action, content)
                         .await;
                 }
                 ElicitationMode::Browser => match self.origin(context) {
@@ -261,6 +282,7 @@ impl ExecutorMcp {
     /// Asks the client; a dropped request (client gone) cancels the pause so the execution ends.
     async fn elicit(
         &self,
+        caller: &Caller,
         paused: &Paused,
         peer: &Peer<RoleServer>,
     ) -> (ResumeAction, Option<Value>) {
@@ -308,6 +330,7 @@ impl ExecutorMcp {
         };
         let guard = CancelPauseOnDrop {
             engine: self.engine.clone(),
+            caller: caller.clone(),
             execution_id: Some(paused.execution_id.clone()),
         };
         let answer = peer.create_elicitation(params).await;
@@ -367,7 +390,10 @@ impl ExecutorMcp {
             Some(Value::Object(o)) if !o.is_empty() => Some(Value::Object(o.clone())),
             _ => None,
         };
-        let outcome = self.engine.resume(id, action, content).await;
+        let outcome = self
+            .engine
+            .resume(&self.caller(context), id, action, content)
+            .await;
         self.present(outcome, context).await
     }
 
@@ -377,7 +403,8 @@ impl ExecutorMcp {
         id: &str,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let initial = match self.engine.paused_execution(id).await {
+        let caller = self.caller(context);
+        let initial = match self.engine.paused_execution(&caller, id).await {
             Ok(paused) => Some(paused.structured),
             Err(EngineError::ExecutionNotFound { .. }) => None,
             Err(e) => return engine_error(e),
@@ -385,7 +412,7 @@ impl ExecutorMcp {
         let deadline = tokio::time::Instant::now() + BROWSER_WAIT;
         let mut misses = 0;
         loop {
-            match self.engine.paused_execution(id).await {
+            match self.engine.paused_execution(&caller, id).await {
                 Ok(paused) if Some(&paused.structured) != initial.as_ref() => {
                     return self
                         .present(Ok(ExecutionOutcome::Paused(paused)), context)
@@ -398,7 +425,11 @@ impl ExecutorMcp {
                     // mistaken for the end.
                     misses += 1;
                     if misses >= 2 {
-                        match self.engine.resume(id, ResumeAction::Cancel, None).await {
+                        match self
+                            .engine
+                            .resume(&caller, id, ResumeAction::Cancel, None)
+                            .await
+                        {
                             Ok(ExecutionOutcome::Completed(done)) => return completed_result(done),
                             Ok(other) => return self.present(Ok(other), context).await,
                             Err(EngineError::ExecutionNotFound { .. }) if initial.is_none() => {
@@ -507,7 +538,8 @@ impl ServerHandler for ExecutorMcp {
     ) -> Result<ListToolsResult, ErrorData> {
         let mode = self.mode(&context);
         Ok(ListToolsResult::with_all_items(
-            self.tools(mode, &context.peer).await,
+            self.tools(&self.caller(&context), mode, &context.peer)
+                .await,
         ))
     }
 
@@ -519,7 +551,7 @@ impl ServerHandler for ExecutorMcp {
         let args = request.arguments.unwrap_or_default();
         let result = match request.name.as_ref() {
             "execute" => self.execute(&args, &context).await,
-            "skills" => self.skills(&args, self.connected_slugs().await),
+            "skills" => self.skills(&args, self.connected_slugs(&self.caller(&context)).await),
             "resume" => {
                 let mode = self.mode(&context);
                 if mode == ElicitationMode::Native && can_elicit(&context.peer) {
@@ -541,6 +573,7 @@ impl ServerHandler for ExecutorMcp {
 /// Cancels a pause whose elicitation was abandoned (the request future dropped).
 struct CancelPauseOnDrop {
     engine: Engine,
+    caller: Caller,
     execution_id: Option<String>,
 }
 
@@ -556,10 +589,11 @@ impl Drop for CancelPauseOnDrop {
             return;
         };
         let engine = self.engine.clone();
+        let caller = self.caller.clone();
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 tracing::info!(execution_id = %id, "MCP client went away during an approval; cancelling");
-                let _ = engine.resume(&id, ResumeAction::Cancel, None).await;
+                let _ = engine.resume(&caller, &id, ResumeAction::Cancel, None).await;
             });
         }
     }

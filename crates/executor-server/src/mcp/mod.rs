@@ -21,7 +21,7 @@ use axum::Router;
 use axum::extract::Path;
 use axum::response::Html;
 use axum::routing::get;
-use executor_engine::Engine;
+use executor_engine::{Caller, Engine};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
@@ -73,6 +73,7 @@ fn allowed_origins(hosts: &[String]) -> Vec<String> {
 /// caps how many live at once.
 pub fn http_service(
     engine: Engine,
+    caller: Caller,
     extra_allowed_hosts: &[String],
     sessions: Arc<CappedSessions>,
     cancel: CancellationToken,
@@ -88,7 +89,13 @@ pub fn http_service(
         .with_max_request_body_bytes(crate::MAX_BODY_BYTES)
         .with_cancellation_token(cancel);
     StreamableHttpService::new(
-        move || Ok(ExecutorMcp::new(engine.clone(), ElicitationMode::Model)),
+        move || {
+            Ok(ExecutorMcp::new(
+                engine.clone(),
+                caller.clone(),
+                ElicitationMode::Model,
+            ))
+        },
         sessions,
         config,
     )
@@ -97,12 +104,19 @@ pub fn http_service(
 /// `/mcp` and `/resume/{id}`.
 pub(crate) fn router(
     engine: Engine,
+    caller: Caller,
     extra_allowed_hosts: &[String],
     limits: McpSessionLimits,
     cancel: CancellationToken,
 ) -> Router {
     let sessions = Arc::new(CappedSessions::new(limits));
-    let service = http_service(engine, extra_allowed_hosts, sessions.clone(), cancel);
+    let service = http_service(
+        engine,
+        caller,
+        extra_allowed_hosts,
+        sessions.clone(),
+        cancel,
+    );
     Router::new()
         .nest_service(
             "/mcp",

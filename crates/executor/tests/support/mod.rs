@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use executor_engine::{Engine, EngineConfig};
+use executor_engine::{Caller, Engine, EngineConfig};
 use executor_mcp::testing::StatefulMcpServer;
-use executor_store::{Scope, SqliteStore};
+use executor_store::SqliteStore;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +17,8 @@ pub struct Harness {
     pub base: String,
     pub http: reqwest::Client,
     pub engine: Engine,
+    /// Who the server's requests act for (the engine calls of a test act for them too).
+    pub caller: Caller,
     pub shutdown: CancellationToken,
     pub dir: Arc<tempfile::TempDir>,
 }
@@ -77,9 +79,9 @@ impl Harness {
             .dir
             .unwrap_or_else(|| Arc::new(tempfile::tempdir().unwrap()));
         let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
+        let caller = Caller::local("integration-test");
         let engine = Engine::new(
             store,
-            Scope::local("integration-test"),
             EngineConfig {
                 providers: executor_engine::ProvidersConfig {
                     auth_file: Some(
@@ -117,6 +119,7 @@ impl Harness {
                 allowed_hosts: options.allowed_hosts,
                 auth_token: options.auth_token.clone(),
                 mcp_sessions: options.mcp_sessions,
+                caller: Some(caller.clone()),
             },
             shutdown.clone(),
             Duration::from_secs(5),
@@ -135,6 +138,7 @@ impl Harness {
                 .build()
                 .unwrap(),
             engine,
+            caller,
             shutdown,
             dir,
         }

@@ -1,0 +1,161 @@
+//! Who a request acts for. Every engine entry point that reads or writes tenant data takes a
+//! [`Caller`]; the engine holds none of its own, so one engine serves many tenants and users.
+
+use executor_store::Scope;
+
+/// The tenant and subject whose rows a request sees, where its policies come from, and what
+/// kind of principal authenticated it. Cheap to clone.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Caller {
+    scope: Scope,
+    principal: Principal,
+    policies: PolicySource,
+}
+
+/// How the caller proved who it is. Nothing is decided by it yet; roles and per-principal rules
+/// build on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Principal {
+    /// The person who runs this executor on their own machine.
+    LocalOwner,
+    /// A person signed in to the team server.
+    UserSession,
+    /// An API key of the organisation or of a user.
+    ApiKey,
+    /// A token handed to an agent.
+    AgentToken,
+}
+
+/// Which rules gate the caller's tool calls.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PolicySource {
+    /// The tenant's policies (and the subject's own).
+    Global,
+    /// A toolkit's rules, by its id (toolkits are a later step: today it resolves like
+    /// `Global`, but caches keep the two apart).
+    Toolkit(String),
+}
+
+impl Caller {
+    pub fn new(scope: Scope, principal: Principal, policies: PolicySource) -> Self {
+        Self {
+            scope,
+            principal,
+            policies,
+        }
+    }
+
+    /// The owner of a local executor: `tenant` with subject `"local"`, global policies.
+    pub fn local(tenant: impl Into<String>) -> Self {
+        Self::new(
+            Scope::local(tenant),
+            Principal::LocalOwner,
+            PolicySource::Global,
+        )
+    }
+
+    /// A person of `tenant` (`subject: None` for an organisation-only caller, which sees only
+    /// org rows).
+    pub fn user(tenant: impl Into<String>, subject: Option<String>) -> Self {
+        Self::new(
+            Scope::new(tenant, subject),
+            Principal::UserSession,
+            PolicySource::Global,
+        )
+    }
+
+    /// The same caller under another policy source.
+    pub fn with_policies(mut self, policies: PolicySource) -> Self {
+        self.policies = policies;
+        self
+    }
+
+    pub fn with_principal(mut self, principal: Principal) -> Self {
+        self.principal = principal;
+        self
+    }
+
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    pub fn tenant(&self) -> &str {
+        &self.scope.tenant
+    }
+
+    pub fn subject(&self) -> Option<&str> {
+        self.scope.subject.as_deref().filter(|s| !s.is_empty())
+    }
+
+    pub fn principal(&self) -> Principal {
+        self.principal
+    }
+
+    pub fn policies(&self) -> &PolicySource {
+        &self.policies
+    }
+
+    /// The key of every per-caller cache whose rows depend on the tenant and subject.
+    pub(crate) fn rows_key(&self) -> RowsKey {
+        RowsKey(self.scope.tenant.clone(), self.subject().map(str::to_owned))
+    }
+
+    /// The key of state shared by everyone who sees a row of `owner`: the tenant for org rows,
+    /// the tenant and subject for a user's own.
+    pub(crate) fn owner_key(&self, owner: executor_core::Owner) -> RowsKey {
+        match owner {
+            executor_core::Owner::Org => RowsKey(self.scope.tenant.clone(), None),
+            executor_core::Owner::User => self.rows_key(),
+        }
+    }
+
+    /// The key of caches that also depend on the policy source (policy sets, search).
+    pub(crate) fn policy_key(&self) -> PolicyKey {
+        PolicyKey(self.rows_key(), self.policies.clone())
+    }
+
+    /// Whether this caller may see and answer an execution started by `owner`: the same tenant
+    /// and the same subject (a user's execution is theirs; an org-only caller's is any org-only
+    /// caller's of the tenant). Roles come later.
+    pub(crate) fn may_act_for(&self, owner: &Scope) -> bool {
+        self.scope.tenant == owner.tenant
+            && self.subject() == owner.subject.as_deref().filter(|s| !s.is_empty())
+    }
+}
+
+/// Tenant and subject, as caches key their entries.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct RowsKey(String, Option<String>);
+
+/// [`RowsKey`] and the policy source.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PolicyKey(RowsKey, PolicySource);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_execution_is_answerable_only_by_its_tenant_and_subject() {
+        let alice = Caller::user("acme", Some("alice".into()));
+        let bob = Caller::user("acme", Some("bob".into()));
+        let org = Caller::user("acme", None);
+        let other = Caller::user("globex", Some("alice".into()));
+        assert!(alice.may_act_for(alice.scope()));
+        assert!(!bob.may_act_for(alice.scope()));
+        assert!(!org.may_act_for(alice.scope()));
+        assert!(!alice.may_act_for(org.scope()));
+        assert!(org.may_act_for(&Scope::new("acme", Some(String::new()))));
+        assert!(!other.may_act_for(alice.scope()));
+    }
+
+    #[test]
+    fn a_toolkit_caller_keys_policy_caches_apart_but_shares_rows() {
+        let global = Caller::local("t");
+        let kit = global
+            .clone()
+            .with_policies(PolicySource::Toolkit("k".into()));
+        assert_eq!(global.rows_key(), kit.rows_key());
+        assert_ne!(global.policy_key(), kit.policy_key());
+    }
+}
