@@ -2,27 +2,15 @@
 //! for integrations and connections, and pauses for approval. It knows the domain, not the wire:
 //! `executor-server` turns what it returns into HTTP/MCP JSON.
 
-mod builtins;
 mod cache;
-mod call_limits;
 mod caller;
 mod catalog;
+mod core_tools;
 mod credentials;
-mod dispatch;
-mod elicitation;
 mod error;
-mod execution;
-mod graphql_plugin;
-mod health;
-mod history;
-mod journal;
+mod executions;
 mod kinds;
-mod mcp_plugin;
-mod oauth;
-mod openapi_plugin;
 mod policies;
-mod providers;
-mod tool_cache;
 pub mod views;
 
 use std::sync::Arc;
@@ -32,42 +20,44 @@ use executor_mcp::{McpClient, McpClientConfig};
 use executor_sandbox::{SandboxLimits, SandboxPool};
 use executor_store::Store;
 
-pub use builtins::STATIC_TOOL_CONNECTION;
-pub use call_limits::{
-    CallLimitsConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_CALLS_PER_INTEGRATION,
-    DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_SLOT_WAIT,
-};
 pub use caller::{Caller, PolicySource, Principal};
+pub use catalog::health::{
+    HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection,
+};
 pub use catalog::{
     BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, InputOrigin, IntegrationView,
     MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, ToolListFilter, ToolSchema,
 };
-pub use error::{EngineError, EngineResult};
-pub use execution::{
-    AgentLink, ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ProgressSink, ResumeAction,
-};
-pub use executor_sandbox::JS_THREAD_STACK;
-pub use executor_store::{ExecutionStatus, ExecutionSummary};
-pub use graphql_plugin::{
-    AddGraphqlIntegration, GraphqlConfigView, GraphqlIntegrationAdded, GraphqlIntegrationView,
-};
-pub use health::{HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection};
-pub use mcp_plugin::{
-    AddMcpServer, AddStdioMcpServer, MASKED_VALUE, McpAuthShorthand, McpServerView, ProbeView,
-};
-pub use oauth::{
+pub use core_tools::STATIC_TOOL_CONNECTION;
+pub use credentials::oauth::{
     GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, OAuthClientInput, OAuthClientView,
     OAuthConnection, OAuthProbe, OAuthStart, OAuthStarted, ORIGIN_DCR, ORIGIN_MANUAL,
     RegisterDynamicClient, pkce_challenge,
 };
-pub use openapi_plugin::{
+pub use credentials::providers::{
+    AUTH_FILE_NAME, ProviderItem, ProvidersConfig, auth_file_from_env, auth_file_path,
+};
+pub use error::{EngineError, EngineResult};
+pub use executions::call_limits::{
+    CallLimitsConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_CALLS_PER_INTEGRATION,
+    DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_SLOT_WAIT,
+};
+pub use executions::{
+    AgentLink, ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ProgressSink, ResumeAction,
+};
+pub use executor_sandbox::JS_THREAD_STACK;
+pub use executor_store::{ExecutionStatus, ExecutionSummary};
+pub use kinds::graphql::{
+    AddGraphqlIntegration, GraphqlConfigView, GraphqlIntegrationAdded, GraphqlIntegrationView,
+};
+pub use kinds::mcp::{
+    AddMcpServer, AddStdioMcpServer, MASKED_VALUE, McpAuthShorthand, McpServerView, ProbeView,
+};
+pub use kinds::openapi::{
     AddOpenApiSpec, AddedOpenApiSpec, AuthTemplateMode, OpenApiConfigView, OpenApiIntegrationView,
     OpenApiPreview, OpenApiSpecSource, OpenApiSpecUpdate,
 };
 pub use policies::PolicyView;
-pub use providers::{
-    AUTH_FILE_NAME, ProviderItem, ProvidersConfig, auth_file_from_env, auth_file_path,
-};
 
 /// Everything the engine needs to start. No `Default`: the binary decides.
 #[derive(Debug, Clone)]
@@ -171,38 +161,38 @@ pub struct Engine {
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     /// Credential providers in registration order (`vault` first).
-    pub(crate) providers: providers::Providers,
+    pub(crate) providers: credentials::providers::Providers,
     pub(crate) sandbox: SandboxPool,
     pub(crate) mcp: McpClient,
-    pub(crate) call_limits: call_limits::CallLimits,
+    pub(crate) call_limits: executions::call_limits::CallLimits,
     /// Pooled HTTP client for OpenAPI and GraphQL upstreams (keep-alive across executions).
     /// Built on first use or by [`Engine::warm_up`]; see [`Inner::http`].
     http: std::sync::OnceLock<reqwest::Client>,
     pub(crate) documents: kinds::Documents,
     /// The async runtime that owns IO; host calls made from the JS threads are spawned here.
     pub(crate) io: tokio::runtime::Handle,
-    pub(crate) executions: execution::Registry,
-    pub(crate) admission: execution::Admission,
+    pub(crate) executions: executions::Registry,
+    pub(crate) admission: executions::Admission,
     pub(crate) pause_ttl: Duration,
     pub(crate) history_retention: Duration,
     /// Writes executions that never paused, in batches.
-    pub(crate) history: history::HistoryWriter,
+    pub(crate) history: executions::history::HistoryWriter,
     /// Fires when integrations or connections change, so agent surfaces can say their tool
     /// list changed.
     pub(crate) catalog_changed: tokio::sync::broadcast::Sender<()>,
     /// Moves whenever any tool list may have changed; caches compare against it.
     pub(crate) catalog_generation: std::sync::atomic::AtomicU64,
-    pub(crate) search_index: builtins::IndexCache,
+    pub(crate) search_index: core_tools::IndexCache,
     pub(crate) freshness: catalog::Freshness,
     pub(crate) policies: policies::PolicyCache,
-    pub(crate) tool_cache: tool_cache::ToolCache,
-    pub(crate) connection_cache: tool_cache::ConnectionCache,
+    pub(crate) tool_cache: catalog::tool_cache::ToolCache,
+    pub(crate) connection_cache: catalog::tool_cache::ConnectionCache,
     /// OpenAPI tools' compiled argument checks.
-    pub(crate) openapi_validators: openapi_plugin::Validators,
+    pub(crate) openapi_validators: kinds::openapi::Validators,
     /// One OAuth refresh in flight per connection.
-    pub(crate) oauth_refresh: oauth::RefreshLocks,
+    pub(crate) oauth_refresh: credentials::oauth::RefreshLocks,
     /// Callback results awaiting `GET /api/oauth/await/:sessionId`.
-    pub(crate) oauth_results: oauth::CallbackResults,
+    pub(crate) oauth_results: credentials::oauth::CallbackResults,
     /// The configured web base URL, else the HTTP server's address (set once it listens).
     /// Core tools build browser links and OAuth redirect URIs from it.
     pub(crate) web_base_url: std::sync::OnceLock<String>,
@@ -234,8 +224,8 @@ impl Engine {
             ..config.mcp.clone()
         });
         let io = tokio::runtime::Handle::current();
-        let history = history::HistoryWriter::spawn(&io, store.clone());
-        let providers = providers::Providers::new(store.clone(), &config.providers);
+        let history = executions::history::HistoryWriter::spawn(&io, store.clone());
+        let providers = credentials::providers::Providers::new(store.clone(), &config.providers);
         let inner = Arc::new(Inner {
             store,
             providers,
@@ -257,12 +247,12 @@ impl Engine {
                 ),
             },
             mcp,
-            call_limits: call_limits::CallLimits::new(config.calls.clone()),
+            call_limits: executions::call_limits::CallLimits::new(config.calls.clone()),
             http: std::sync::OnceLock::new(),
             documents: kinds::Documents::default(),
             io,
-            executions: execution::Registry::default(),
-            admission: execution::Admission::new(
+            executions: executions::Registry::default(),
+            admission: executions::Admission::new(
                 config.max_concurrent_executions,
                 config.max_queued_executions,
                 config.queue_wait,
@@ -272,22 +262,22 @@ impl Engine {
             history,
             catalog_changed: tokio::sync::broadcast::channel(16).0,
             catalog_generation: std::sync::atomic::AtomicU64::new(0),
-            search_index: builtins::IndexCache::default(),
+            search_index: core_tools::IndexCache::default(),
             freshness: catalog::Freshness::default(),
             policies: policies::PolicyCache::default(),
-            tool_cache: tool_cache::ToolCache::default(),
-            connection_cache: tool_cache::ConnectionCache::default(),
-            openapi_validators: openapi_plugin::Validators::default(),
-            oauth_refresh: oauth::RefreshLocks::default(),
-            oauth_results: oauth::CallbackResults::default(),
+            tool_cache: catalog::tool_cache::ToolCache::default(),
+            connection_cache: catalog::tool_cache::ConnectionCache::default(),
+            openapi_validators: kinds::openapi::Validators::default(),
+            oauth_refresh: credentials::oauth::RefreshLocks::default(),
+            oauth_results: credentials::oauth::CallbackResults::default(),
             web_base_url: match config.web_base_url.as_deref().map(str::trim) {
                 Some(base) if !base.is_empty() => base.trim_end_matches('/').to_owned().into(),
                 _ => std::sync::OnceLock::new(),
             },
             release_memory: config.release_memory.clone(),
         });
-        mcp_plugin::watch_list_changed(&inner);
-        execution::spawn_sweeper(&inner);
+        kinds::mcp::watch_list_changed(&inner);
+        executions::spawn_sweeper(&inner);
         Engine { inner }
     }
 
@@ -351,7 +341,7 @@ impl Engine {
     pub async fn shutdown(&self) {
         self.inner
             .executions
-            .shutdown(execution::SHUTDOWN_CALL_GRACE)
+            .shutdown(executions::SHUTDOWN_CALL_GRACE)
             .await;
         self.inner.history.flush().await;
         self.inner.mcp.shutdown().await;

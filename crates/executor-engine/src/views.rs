@@ -5,7 +5,7 @@ use executor_core::address::connection_address;
 use executor_store::ConnectionRecord;
 use serde_json::{Value, json};
 
-use crate::oauth::{OAuthClientView, OAuthConnection, OAuthProbe, ORIGIN_DCR};
+use crate::credentials::oauth::{OAuthClientView, OAuthConnection, OAuthProbe, ORIGIN_DCR};
 
 /// A connection as `GET /api/connections/...` shows it.
 pub fn connection_json(record: &ConnectionRecord) -> Value {

@@ -218,7 +218,7 @@ pub(crate) async fn produce_tools(
             description: t.description,
             input_schema: Some(t.input_schema),
             output_schema: t.output_schema,
-            annotations: Some(crate::openapi_plugin::annotations(
+            annotations: Some(crate::kinds::openapi::annotations(
                 t.requires_approval,
                 t.approval_description,
             )),

@@ -17,11 +17,11 @@ use serde_json::Value;
 
 use crate::caller::Caller;
 use crate::catalog::{ConnectionInput, CredentialOrigin, session_label};
-use crate::dispatch::{ExecutionCtx, internal_tool_error};
+use crate::credentials::oauth::ORIGIN_DCR;
 use crate::error::{EngineError, EngineResult};
+use crate::executions::dispatch::{ExecutionCtx, internal_tool_error};
 use crate::kinds::Produced;
-use crate::oauth::ORIGIN_DCR;
-use crate::openapi_plugin::random_base36;
+use crate::kinds::openapi::random_base36;
 use crate::{AuthTemplateMode, Engine, Inner};
 
 pub(crate) const PLUGIN_ID: &str = "mcp";
@@ -1262,7 +1262,7 @@ pub(crate) async fn call(
         .unwrap_or(&tool.name)
         .to_owned();
     // The server's elicitations during this call pause the execution like an approval.
-    let elicitor = crate::elicitation::for_call(ctx, address, &args);
+    let elicitor = crate::executions::elicitation::for_call(ctx, address, &args);
     let arguments = match args {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),

@@ -21,7 +21,8 @@ use crate::catalog::IntegrationView;
 use crate::catalog::ResolvedInputs;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::Kind;
-use crate::{CredentialOrigin, Engine, mcp_plugin, openapi_plugin};
+use crate::kinds::{mcp, openapi};
+use crate::{CredentialOrigin, Engine};
 
 /// The probe an integration declares: an operation, pinned arguments, and where the identity
 /// of the account is in the response.
@@ -440,8 +441,8 @@ impl Engine {
         if Kind::of(&record.plugin_id) != Some(Kind::OpenApi) {
             return Ok(Vec::new());
         }
-        let config = openapi_plugin::OpenApiConfig::from_record(&record)?;
-        let extraction = openapi_plugin::compiled(&self.inner, caller, &config)
+        let config = openapi::OpenApiConfig::from_record(&record)?;
+        let extraction = openapi::compiled(&self.inner, caller, &config)
             .await
             .map_err(|message| EngineError::OpenApiParse { message })?;
         Ok(openapi_candidates(&extraction))
@@ -614,8 +615,8 @@ impl Engine {
                 )),
             ));
         };
-        let config = openapi_plugin::OpenApiConfig::from_record(integration)?;
-        let extraction = match openapi_plugin::compiled(&self.inner, caller, &config).await {
+        let config = openapi::OpenApiConfig::from_record(integration)?;
+        let extraction = match openapi::compiled(&self.inner, caller, &config).await {
             Ok(e) => e,
             Err(e) => {
                 return Ok(HealthCheckResult::new(
@@ -648,7 +649,7 @@ impl Engine {
                 )),
             ));
         }
-        let connected = openapi_plugin::connected_with(config, probe.rendered);
+        let connected = openapi::connected_with(config, probe.rendered);
         let args = Value::Object(spec.args.clone().unwrap_or_default());
         let outcome = connected
             .invoke_binding(&self.inner, &tool.binding, args)
@@ -697,7 +698,7 @@ impl Engine {
         integration: &IntegrationRecord,
         probe: Probe,
     ) -> EngineResult<HealthCheckResult> {
-        let config = mcp_plugin::unsealed_config(&self.inner, caller, integration).await?;
+        let config = mcp::unsealed_config(&self.inner, caller, integration).await?;
         let target = config.target_with(&probe.rendered);
         Ok(match self.inner.mcp.discover(&target).await {
             Ok(found) => {

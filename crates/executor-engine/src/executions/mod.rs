@@ -11,6 +11,12 @@
 //! ran one of the execution's calls (form or URL mode); both are answered the same way, the form
 //! content of an elicitation going back to its server.
 
+pub(crate) mod call_limits;
+pub(crate) mod dispatch;
+pub(crate) mod elicitation;
+pub(crate) mod history;
+pub(crate) mod journal;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,9 +29,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 
 use crate::caller::Caller;
-use crate::dispatch::{ExecutionCtx, ExecutionHost};
 use crate::error::{EngineError, EngineResult};
-use crate::journal::{self, Event, Journal, PauseSink};
+use crate::executions::dispatch::{ExecutionCtx, ExecutionHost};
+use crate::executions::journal::{Event, Journal, PauseSink};
 use crate::{Engine, Inner};
 
 /// Settled outcomes remembered so that a repeated resume replays the same answer.

@@ -13,10 +13,14 @@ use executor_sandbox::HostReply;
 use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde_json::{Map, Value};
 
+use crate::Inner;
 use crate::caller::Caller;
-use crate::dispatch::ExecutionCtx;
 use crate::error::EngineResult;
-use crate::{Inner, graphql_plugin, mcp_plugin, openapi_plugin};
+use crate::executions::dispatch::ExecutionCtx;
+
+pub(crate) mod graphql;
+pub(crate) mod mcp;
+pub(crate) mod openapi;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -36,9 +40,9 @@ impl Kind {
     /// The kind of a stored integration (`plugin_id`); `None` for rows this build cannot serve.
     pub(crate) fn of(plugin_id: &str) -> Option<Self> {
         match plugin_id {
-            mcp_plugin::PLUGIN_ID => Some(Kind::Mcp),
-            openapi_plugin::PLUGIN_ID => Some(Kind::OpenApi),
-            graphql_plugin::PLUGIN_ID => Some(Kind::Graphql),
+            mcp::PLUGIN_ID => Some(Kind::Mcp),
+            openapi::PLUGIN_ID => Some(Kind::OpenApi),
+            graphql::PLUGIN_ID => Some(Kind::Graphql),
             _ => None,
         }
     }
@@ -46,18 +50,18 @@ impl Kind {
     /// The auth methods an integration declares (stored in its config).
     pub(crate) fn auth_methods(self, config: &Value) -> Vec<AuthMethod> {
         match self {
-            Kind::Mcp => mcp_plugin::auth_methods(config),
-            Kind::OpenApi => openapi_plugin::auth_methods(config),
-            Kind::Graphql => graphql_plugin::auth_methods(config),
+            Kind::Mcp => mcp::auth_methods(config),
+            Kind::OpenApi => openapi::auth_methods(config),
+            Kind::Graphql => graphql::auth_methods(config),
         }
     }
 
     /// The URL shown for an integration (an endpoint, an API's base).
     pub(crate) fn display_url(self, config: &Value) -> Option<String> {
         match self {
-            Kind::Mcp => mcp_plugin::display_url(config),
-            Kind::OpenApi => openapi_plugin::display_url(config),
-            Kind::Graphql => graphql_plugin::display_url(config),
+            Kind::Mcp => mcp::display_url(config),
+            Kind::OpenApi => openapi::display_url(config),
+            Kind::Graphql => graphql::display_url(config),
         }
     }
 
@@ -77,9 +81,9 @@ impl Kind {
         key: &ConnectionKey,
     ) -> Result<Produced, String> {
         match self {
-            Kind::Mcp => mcp_plugin::produce_tools(inner, caller, integration, key).await,
-            Kind::OpenApi => openapi_plugin::produce_tools(inner, caller, integration, key).await,
-            Kind::Graphql => graphql_plugin::produce_tools(inner, caller, integration, key).await,
+            Kind::Mcp => mcp::produce_tools(inner, caller, integration, key).await,
+            Kind::OpenApi => openapi::produce_tools(inner, caller, integration, key).await,
+            Kind::Graphql => graphql::produce_tools(inner, caller, integration, key).await,
         }
     }
 
@@ -94,13 +98,13 @@ impl Kind {
         key: &ConnectionKey,
     ) -> EngineResult<Result<Connected, Box<ToolError>>> {
         Ok(match self {
-            Kind::Mcp => mcp_plugin::resolve_target(inner, caller, integration, key)
+            Kind::Mcp => mcp::resolve_target(inner, caller, integration, key)
                 .await?
                 .map(Connected::Mcp),
-            Kind::OpenApi => openapi_plugin::connect(inner, caller, integration, key)
+            Kind::OpenApi => openapi::connect(inner, caller, integration, key)
                 .await?
                 .map(Connected::OpenApi),
-            Kind::Graphql => graphql_plugin::connect(inner, caller, integration, key)
+            Kind::Graphql => graphql::connect(inner, caller, integration, key)
                 .await?
                 .map(Connected::Graphql),
         })
@@ -109,9 +113,9 @@ impl Kind {
 
 /// A connection ready to take calls within one execution.
 pub(crate) enum Connected {
-    Mcp(mcp_plugin::ResolvedTarget),
-    OpenApi(openapi_plugin::Connected),
-    Graphql(graphql_plugin::Connected),
+    Mcp(mcp::ResolvedTarget),
+    OpenApi(openapi::Connected),
+    Graphql(graphql::Connected),
 }
 
 impl Connected {
@@ -136,7 +140,7 @@ impl Connected {
     ) -> Result<(), Box<ToolError>> {
         match self {
             Connected::Mcp(_) => Ok(()),
-            Connected::OpenApi(_) => openapi_plugin::validate(inner, caller, tool, args).await,
+            Connected::OpenApi(_) => openapi::validate(inner, caller, tool, args).await,
             Connected::Graphql(c) => c.validate(tool, args),
         }
     }
@@ -159,9 +163,7 @@ impl Connected {
         match self {
             // The MCP client runs the same timeout, paused while a person answers one of the
             // call's elicitations.
-            Connected::Mcp(target) => {
-                mcp_plugin::call(inner, ctx, target, address, tool, args).await
-            }
+            Connected::Mcp(target) => mcp::call(inner, ctx, target, address, tool, args).await,
             Connected::OpenApi(c) => {
                 limits
                     .within_timeout(integration, c.invoke(inner, tool, args))

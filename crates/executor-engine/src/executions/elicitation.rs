@@ -14,10 +14,10 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::dispatch::ExecutionCtx;
-use crate::execution::AgentLink;
-use crate::execution::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
-use crate::journal::{CallMeta, Journal, PauseSink};
+use crate::executions::AgentLink;
+use crate::executions::dispatch::ExecutionCtx;
+use crate::executions::journal::{CallMeta, Journal, PauseSink};
+use crate::executions::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 use executor_core::ToolAddress;
 
 /// Answers the elicitations of one MCP call by pausing its execution.
@@ -44,7 +44,7 @@ pub(crate) fn for_call(
 ) -> Arc<dyn Elicitor> {
     Arc::new(CallElicitor {
         sink: ctx.pause_sink(),
-        meta: crate::journal::current_call(),
+        meta: crate::executions::journal::current_call(),
         auto_approve: ctx.auto_approve(),
         address: address.to_string(),
         args: args.clone(),

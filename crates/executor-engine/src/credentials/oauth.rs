@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 
 use crate::caller::{Caller, RowsKey};
 use crate::catalog::{IntegrationView, connection_path};
+use crate::credentials::providers::VAULT as DEFAULT_PROVIDER;
 use crate::error::{EngineError, EngineResult};
-use crate::providers::VAULT as DEFAULT_PROVIDER;
 use crate::{Engine, Inner};
 
 /// How long an authorization-code session waits for its callback.
@@ -1592,10 +1592,10 @@ impl Engine {
         &self,
         integration: &executor_store::IntegrationRecord,
     ) -> Vec<String> {
-        if integration.plugin_id != crate::mcp_plugin::PLUGIN_ID {
+        if integration.plugin_id != crate::kinds::mcp::PLUGIN_ID {
             return Vec::new();
         }
-        let Some(endpoint) = crate::mcp_plugin::display_url(&integration.config) else {
+        let Some(endpoint) = crate::kinds::mcp::display_url(&integration.config) else {
             return Vec::new();
         };
         // What the server's challenge asks for, else what it supports (MCP scope selection).

@@ -138,12 +138,7 @@ impl ConnectionCache {
     }
 
     /// Keeps a connection resolved from what the store held at `generation`.
-    pub(crate) fn insert(
-        &self,
-        generation: u64,
-        key: ConnectionOf,
-        connected: Arc<Connected>,
-    ) {
+    pub(crate) fn insert(&self, generation: u64, key: ConnectionOf, connected: Arc<Connected>) {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         // A write landed while it was resolved: it may be stale, so keep it out.
         if entries.0 != generation {

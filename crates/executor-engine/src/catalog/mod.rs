@@ -1,5 +1,8 @@
 //! Integrations, connections and their tools: the catalog every surface reads.
 
+pub(crate) mod health;
+pub(crate) mod tool_cache;
+
 use std::collections::BTreeMap;
 
 use executor_core::auth::AuthMethod;
@@ -379,8 +382,8 @@ impl Engine {
         for connection in &connections {
             self.delete_owned_items(caller, connection).await?;
         }
-        if record.plugin_id == crate::mcp_plugin::PLUGIN_ID {
-            crate::mcp_plugin::forget_static_values(&self.inner, caller, &record).await?;
+        if record.plugin_id == crate::kinds::mcp::PLUGIN_ID {
+            crate::kinds::mcp::forget_static_values(&self.inner, caller, &record).await?;
         }
         self.close_integration_sessions(caller, slug).await;
         self.catalog_changed();
@@ -773,7 +776,7 @@ impl Engine {
             Owner::Org
         };
         let query = filter.query.as_deref().map(str::to_lowercase);
-        let mut out: Vec<ToolSummary> = crate::builtins::STATIC_TOOLS
+        let mut out: Vec<ToolSummary> = crate::core_tools::STATIC_TOOLS
             .iter()
             .map(|t| t.summary(static_owner))
             .filter(|t| {
@@ -903,7 +906,7 @@ impl Engine {
             set.resolve(id, false).action() == executor_core::policy::PolicyAction::Block
         };
         let policies = self.policy_set(caller).await?;
-        if let Some(tool) = crate::builtins::static_tool(address) {
+        if let Some(tool) = crate::core_tools::static_tool(address) {
             if blocked(tool.fqid, &policies) {
                 return Err(not_found());
             }

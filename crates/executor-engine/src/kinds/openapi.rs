@@ -166,7 +166,7 @@ pub(crate) async fn produce_tools(
 /// Old names the tool still answers to (`tool_cache` resolves them on a miss).
 fn with_aliases(mut annotations: Value, aliases: &[String]) -> Value {
     if !aliases.is_empty() {
-        annotations[crate::tool_cache::ALIASES] = json!(aliases);
+        annotations[crate::catalog::tool_cache::ALIASES] = json!(aliases);
     }
     annotations
 }
@@ -609,7 +609,7 @@ impl Engine {
             OpenApiSpecSource::Text(_) => None,
         };
         let (spec, extraction) = Self::compile_openapi(text.into(), spec_overrides, url).await?;
-        let mut health_check_candidates = crate::health::openapi_candidates(&extraction);
+        let mut health_check_candidates = crate::catalog::health::openapi_candidates(&extraction);
         health_check_candidates.truncate(20);
         let mut skipped = extraction.failures;
         skipped.extend(executor_openapi::derive_auth(&spec).skipped);

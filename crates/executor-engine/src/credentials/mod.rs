@@ -1,6 +1,9 @@
 //! A connection's credentials at call time: its stored values, the auth method it binds, and
 //! the headers and query parameters that method renders. One place for every integration kind.
 
+pub(crate) mod oauth;
+pub(crate) mod providers;
+
 use std::collections::BTreeMap;
 
 use executor_core::ToolError;
@@ -35,10 +38,10 @@ pub(crate) async fn resolve(
         .get_connection(caller.scope(), key)
         .await?
         .ok_or_else(|| crate::catalog::connection_not_found(key))?;
-    let oauth = crate::oauth::is_oauth(methods, &connection.template);
+    let oauth = crate::credentials::oauth::is_oauth(methods, &connection.template);
     if oauth {
         // Refreshes a token about to expire (one refresh per connection in flight).
-        if let Err(e) = crate::oauth::ensure_fresh(inner, caller, key).await? {
+        if let Err(e) = crate::credentials::oauth::ensure_fresh(inner, caller, key).await? {
             return Ok(Err(e));
         }
     }

@@ -35,8 +35,8 @@ use tokio::sync::mpsc;
 
 use crate::Inner;
 use crate::caller::Caller;
-use crate::dispatch::ExecutionCtx;
-use crate::execution::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
+use crate::executions::dispatch::ExecutionCtx;
+use crate::executions::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 
 /// What a masked value is replaced with.
 pub(crate) const REDACTED: &str = "[REDACTED]";
@@ -545,7 +545,7 @@ impl Journal {
     }
 
     /// Records the reply of call `seq`; returns the record to write through when saved.
-    /// `bytes` is the reply's size ([`crate::call_limits::CallLimits::cap_output`]).
+    /// `bytes` is the reply's size ([`crate::executions::call_limits::CallLimits::cap_output`]).
     fn complete(
         &self,
         seq: i64,
@@ -780,7 +780,7 @@ pub(crate) async fn call(
             let reply = CALL
                 .scope(
                     meta,
-                    crate::dispatch::dispatch(inner.clone(), ctx, path, args),
+                    crate::executions::dispatch::dispatch(inner.clone(), ctx, path, args),
                 )
                 .await;
             // What enters the sandbox is capped here, once for every kind, and its size serves
@@ -834,7 +834,7 @@ fn journaled_reply(reply: &HostReply, bytes: usize) -> Value {
 /// The arguments as the journal shows them: redacted, or past [`MAX_JOURNALED_REPLY_BYTES`] only
 /// their size (replay matches calls on the salted hash of the real arguments, not on these).
 fn journaled_args(path: &str, args: &Value) -> Value {
-    let bytes = crate::call_limits::json_size(args);
+    let bytes = crate::executions::call_limits::json_size(args);
     if bytes <= MAX_JOURNALED_REPLY_BYTES {
         return redact_args(path, args);
     }
@@ -1193,7 +1193,7 @@ mod tests {
         );
         let (small, _, _) = j.issue("a.small", &json!({}));
         let done = |seq, value: Value| {
-            let bytes = crate::call_limits::json_size(&value);
+            let bytes = crate::executions::call_limits::json_size(&value);
             j.complete(seq, &HostReply::Resolve(value), bytes, Duration::ZERO);
         };
         done(small, json!("ok"));
@@ -1207,10 +1207,13 @@ mod tests {
         assert_eq!(calls[0].outcome, Some(json!({"resolve": "ok"})));
         assert_eq!(
             calls[1].args["omitted"]["bytes"],
-            crate::call_limits::json_size(&heavy)
+            crate::executions::call_limits::json_size(&heavy)
         );
         let omitted = &calls[2].outcome.as_ref().unwrap()["omitted"];
-        assert_eq!(omitted["bytes"], crate::call_limits::json_size(&huge));
+        assert_eq!(
+            omitted["bytes"],
+            crate::executions::call_limits::json_size(&huge)
+        );
         assert_eq!(omitted["sha256"].as_str().unwrap().len(), 64);
 
         let rec = ExecutionRecord {

@@ -313,7 +313,9 @@ pub(crate) async fn dispatch_helper(
     Some(match reply {
         Ok(Ok(data)) => HostReply::Resolve(data),
         Ok(Err(message)) => HostReply::Reject(message),
-        Err(e) => HostReply::Reject(crate::dispatch::internal_tool_error(&e.to_string())),
+        Err(e) => HostReply::Reject(crate::executions::dispatch::internal_tool_error(
+            &e.to_string(),
+        )),
     })
 }
 
@@ -368,7 +370,9 @@ pub(crate) async fn run_static(
         Err(CoreFailure::Tool(error)) => HostReply::Resolve(ToolOutcome::Err(*error).to_json()),
         Err(CoreFailure::Engine(e)) => match tool_error(&e) {
             Some(error) => HostReply::Resolve(ToolOutcome::Err(error).to_json()),
-            None => HostReply::Reject(crate::dispatch::internal_tool_error(&e.to_string())),
+            None => HostReply::Reject(crate::executions::dispatch::internal_tool_error(
+                &e.to_string(),
+            )),
         },
     }
 }
@@ -715,7 +719,7 @@ pub(crate) fn check_args(tool: &StaticTool, args: &Value) -> Result<(), Box<Tool
         // A secret-looking key is left to the tool, whose refusal says where secrets go.
         && let Some(unknown) = map
             .keys()
-            .find(|k| !properties.contains_key(k.as_str()) && !crate::journal::is_secret_key(k))
+            .find(|k| !properties.contains_key(k.as_str()) && !crate::executions::journal::is_secret_key(k))
     {
         let known: Vec<&str> = properties.keys().map(String::as_str).collect();
         return Err(invalid(format!(

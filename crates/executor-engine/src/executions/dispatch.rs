@@ -15,8 +15,8 @@ use tokio::sync::{OnceCell, oneshot};
 
 use crate::Inner;
 use crate::caller::Caller;
-use crate::execution::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
-use crate::journal::{Journal, PauseSink};
+use crate::executions::journal::{Journal, PauseSink};
+use crate::executions::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 use crate::kinds::{Connected, Kind};
 
 /// Arguments shown in an approval are cut to this many characters.
@@ -44,7 +44,7 @@ pub(crate) struct ExecutionCtx {
     /// Resolved connections, so that repeated calls skip the store and credential reads.
     targets: Mutex<HashMap<ConnectionKey, Arc<TargetSlot>>>,
     /// What the agent's own MCP client lends the execution (sampling, progress).
-    pub(crate) agent: crate::execution::AgentLink,
+    pub(crate) agent: crate::executions::AgentLink,
 }
 
 impl ExecutionCtx {
@@ -113,12 +113,13 @@ impl HostCalls for ExecutionHost {
         Box::pin(async move {
             if inline {
                 // Already on the IO runtime's worker: polled here, no hop.
-                return crate::journal::call(inner, ctx, path, args).await;
+                return crate::executions::journal::call(inner, ctx, path, args).await;
             }
             let io = inner.io.clone();
             // Aborted when the execution is dropped (cancelled): the call's upstream request
             // goes with it.
-            let mut call = AbortOnDrop(io.spawn(crate::journal::call(inner, ctx, path, args)));
+            let mut call =
+                AbortOnDrop(io.spawn(crate::executions::journal::call(inner, ctx, path, args)));
             match (&mut call.0).await {
                 Ok(reply) => reply,
                 Err(join_error) => HostReply::Reject(internal_tool_error(&join_error.to_string())),
@@ -163,15 +164,15 @@ pub(crate) async fn dispatch(
     // The execution's caller: every read below is theirs.
     let journal = ctx.journal.clone();
     let caller = &journal.caller;
-    if let Some(reply) = crate::builtins::dispatch_helper(&inner, caller, &path, &args).await {
+    if let Some(reply) = crate::core_tools::dispatch_helper(&inner, caller, &path, &args).await {
         return reply;
     }
     let engine = crate::Engine {
         inner: inner.clone(),
     };
-    if let Some(tool) = crate::builtins::static_tool(&path) {
+    if let Some(tool) = crate::core_tools::static_tool(&path) {
         // Before the gate, as for integration tools.
-        if let Err(e) = crate::builtins::check_args(tool, &args) {
+        if let Err(e) = crate::core_tools::check_args(tool, &args) {
             return HostReply::Resolve(ToolOutcome::Err(*e).to_json());
         }
         let gate = Gate {
@@ -185,7 +186,7 @@ pub(crate) async fn dispatch(
         if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
             return reply;
         }
-        return crate::builtins::run_static(&engine, caller, tool, &args).await;
+        return crate::core_tools::run_static(&engine, caller, tool, &args).await;
     }
     let Some(address) = resolve_path(&path) else {
         // Not an integration address: an unknown helper or static tool.
@@ -193,7 +194,7 @@ pub(crate) async fn dispatch(
         let suggestions = engine.suggestions(caller, leaf, None).await;
         return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
     };
-    let tool = match crate::tool_cache::get(&inner, caller, &address).await {
+    let tool = match crate::catalog::tool_cache::get(&inner, caller, &address).await {
         Ok(Some(tool)) => tool,
         Ok(None) => {
             if let Some(refused) = refused_at_sync(&inner, caller, &address).await {
@@ -251,7 +252,9 @@ pub(crate) async fn dispatch(
         return reply;
     }
     // A 401 means the upstream did nothing: refresh the token once and call again.
-    match crate::oauth::refresh_after_rejection(&inner, caller, &key, target.epoch).await {
+    match crate::credentials::oauth::refresh_after_rejection(&inner, caller, &key, target.epoch)
+        .await
+    {
         Ok(None) => reply,
         Ok(Some(Err(tool_error))) => HostReply::Resolve(ToolOutcome::Err(*tool_error).to_json()),
         Err(e) => {
@@ -365,8 +368,9 @@ async fn credential_lifetime(inner: &Inner, caller: &Caller, key: &ConnectionKey
     match inner.store.get_connection(caller.scope(), key).await {
         Ok(Some(c)) => {
             let oauth = c.oauth.is_some();
-            let cacheable =
-                c.provider == crate::providers::VAULT && !oauth && c.expires_at.is_none();
+            let cacheable = c.provider == crate::credentials::providers::VAULT
+                && !oauth
+                && c.expires_at.is_none();
             (cacheable, oauth)
         }
         // Unknown: resolve it again next time, and let a 401 try a refresh.
@@ -400,7 +404,7 @@ struct Gate<'a> {
     address: &'a str,
     requires_approval: bool,
     /// Only a person's approval, or a person's `approve` rule naming this exact tool, lets it
-    /// run ([`crate::builtins::StaticTool::needs_person`]).
+    /// run ([`crate::core_tools::StaticTool::needs_person`]).
     needs_person: bool,
     approval_description: Option<&'a str>,
 }
@@ -492,7 +496,7 @@ fn approval_message(head: &str, path: &str, args: &Value) -> String {
     let shown = if args.is_null() {
         json!({})
     } else {
-        crate::journal::redact_args(path, args)
+        crate::executions::journal::redact_args(path, args)
     };
     let mut preview = serde_json::to_string_pretty(&shown).unwrap_or_default();
     if preview.chars().count() > APPROVAL_ARGS_PREVIEW {

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Args, CoreResult, web_link};
 use crate::caller::Caller;
-use crate::oauth::{
+use crate::credentials::oauth::{
     GRANT_AUTHORIZATION_CODE, OAuthClientInput, OAuthStart, OAuthStarted, RegisterDynamicClient,
 };
 use crate::views::{oauth_client_json as client_json, oauth_connection_json, oauth_probe_json};
