@@ -103,3 +103,38 @@ impl From<executor_store::StoreError> for EngineError {
 }
 
 pub type EngineResult<T> = Result<T, EngineError>;
+
+/// Logs the cause under a correlation id and returns the opaque message the sandbox sees.
+pub(crate) fn internal_tool_error(cause: &str) -> String {
+    let id = format!("{:08x}", rand::random::<u32>());
+    tracing::error!(correlation_id = %id, %cause, "tool call failed");
+    format!("Internal tool error [{id}]")
+}
+
+/// Whether an object key names something secret (`password`, `apiKey`, `access_token`,
+/// `Authorization`, `cookie`, `clientSecret`, `key`, …).
+pub(crate) fn is_secret_key(key: &str) -> bool {
+    let k: String = key
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    const EXACT: [&str; 4] = ["key", "auth", "pwd", "pass"];
+    const PARTS: [&str; 14] = [
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "token",
+        "apikey",
+        "authorization",
+        "cookie",
+        "credential",
+        "privatekey",
+        "accesskey",
+        "signingkey",
+        "sessionid",
+        "bearer",
+    ];
+    EXACT.contains(&k.as_str()) || PARTS.iter().any(|p| k.contains(p))
+}

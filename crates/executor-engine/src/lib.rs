@@ -11,6 +11,7 @@ mod error;
 mod executions;
 mod kinds;
 mod policies;
+mod static_tool;
 pub mod views;
 
 use std::sync::Arc;
@@ -25,10 +26,9 @@ pub use catalog::health::{
     HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection,
 };
 pub use catalog::{
-    BUILTIN_INTEGRATION, ConnectionInput, CredentialOrigin, InputOrigin, IntegrationView,
-    MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, ToolListFilter, ToolSchema,
+    ConnectionInput, CredentialOrigin, InputOrigin, IntegrationView, MAX_DESCRIPTION_CHARS,
+    MAX_NAME_CHARS, ToolListFilter, ToolSchema,
 };
-pub use core_tools::STATIC_TOOL_CONNECTION;
 pub use credentials::oauth::{
     GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, OAuthClientInput, OAuthClientView,
     OAuthConnection, OAuthProbe, OAuthStart, OAuthStarted, ORIGIN_DCR, ORIGIN_MANUAL,
@@ -58,6 +58,7 @@ pub use kinds::openapi::{
     OpenApiPreview, OpenApiSpecSource, OpenApiSpecUpdate,
 };
 pub use policies::PolicyView;
+pub use static_tool::{BUILTIN_INTEGRATION, STATIC_TOOL_CONNECTION};
 
 /// Everything the engine needs to start. No `Default`: the binary decides.
 #[derive(Debug, Clone)]
@@ -183,6 +184,9 @@ pub(crate) struct Inner {
     /// Moves whenever any tool list may have changed; caches compare against it.
     pub(crate) catalog_generation: std::sync::atomic::AtomicU64,
     pub(crate) search_index: core_tools::IndexCache,
+    /// The core tools' declarations (`core_tools` implements them), for the catalog and
+    /// policies.
+    pub(crate) core_tools: &'static [static_tool::StaticTool],
     pub(crate) freshness: catalog::Freshness,
     pub(crate) policies: policies::PolicyCache,
     pub(crate) tool_cache: catalog::tool_cache::ToolCache,
@@ -263,6 +267,7 @@ impl Engine {
             catalog_changed: tokio::sync::broadcast::channel(16).0,
             catalog_generation: std::sync::atomic::AtomicU64::new(0),
             search_index: core_tools::IndexCache::default(),
+            core_tools: core_tools::STATIC_TOOLS,
             freshness: catalog::Freshness::default(),
             policies: policies::PolicyCache::default(),
             tool_cache: catalog::tool_cache::ToolCache::default(),

@@ -1,6 +1,9 @@
 //! Integrations, connections and their tools: the catalog every surface reads.
 
+mod graphql;
 pub(crate) mod health;
+mod mcp;
+mod openapi;
 pub(crate) mod tool_cache;
 
 use std::collections::BTreeMap;
@@ -20,7 +23,7 @@ use crate::error::{EngineError, EngineResult};
 use crate::kinds::Kind;
 
 /// Slug of the static built-in integration, always listed first.
-pub const BUILTIN_INTEGRATION: &str = "executor";
+use crate::static_tool::BUILTIN_INTEGRATION;
 
 /// An integration as the catalog presents it.
 #[derive(Debug, Clone)]
@@ -776,7 +779,9 @@ impl Engine {
             Owner::Org
         };
         let query = filter.query.as_deref().map(str::to_lowercase);
-        let mut out: Vec<ToolSummary> = crate::core_tools::STATIC_TOOLS
+        let mut out: Vec<ToolSummary> = self
+            .inner
+            .core_tools
             .iter()
             .map(|t| t.summary(static_owner))
             .filter(|t| {
@@ -906,7 +911,7 @@ impl Engine {
             set.resolve(id, false).action() == executor_core::policy::PolicyAction::Block
         };
         let policies = self.policy_set(caller).await?;
-        if let Some(tool) = crate::core_tools::static_tool(address) {
+        if let Some(tool) = crate::static_tool::find(self.inner.core_tools, address) {
             if blocked(tool.fqid, &policies) {
                 return Err(not_found());
             }

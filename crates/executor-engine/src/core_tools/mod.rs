@@ -17,51 +17,11 @@ use serde_json::{Map, Value, json};
 
 use crate::caller::Caller;
 use crate::error::{EngineError, EngineResult};
+use crate::static_tool::StaticTool;
 use crate::{Engine, Inner};
-
-/// Listings show static tools under this connection of the built-in integration.
-pub const STATIC_TOOL_CONNECTION: &str = "coreTools";
 
 /// Default page size of search and listings called from the sandbox.
 const DEFAULT_LIMIT: usize = 12;
-
-/// A tool the product itself provides, addressed by its fqid (no `tools.` root).
-pub(crate) struct StaticTool {
-    /// e.g. `executor.coreTools.connections.list`
-    pub(crate) fqid: &'static str,
-    pub(crate) description: &'static str,
-    pub(crate) input_schema: fn() -> Value,
-    pub(crate) requires_approval: bool,
-    /// `autoApprove` does not cover it, nor does a wildcard `approve` rule or one an agent wrote:
-    /// a person approves each call unless a person's `approve` rule names this tool exactly.
-    /// Set on the tools that change policies, connections, OAuth clients or credentials, and on
-    /// those that make the server reach a URL the code names.
-    pub(crate) needs_person: bool,
-}
-
-impl StaticTool {
-    /// Name in listings: the fqid without `executor.`.
-    pub(crate) fn name(&self) -> &'static str {
-        self.fqid.strip_prefix("executor.").unwrap_or(self.fqid)
-    }
-
-    /// The list projection: owner `user` when the executor has a subject, else `org`.
-    pub(crate) fn summary(&self, owner: executor_core::Owner) -> executor_store::ToolSummary {
-        let mut annotations = json!({"static": true});
-        if self.requires_approval {
-            annotations["requiresApproval"] = json!(true);
-        }
-        executor_store::ToolSummary {
-            integration: crate::BUILTIN_INTEGRATION.to_owned(),
-            owner,
-            connection: STATIC_TOOL_CONNECTION.to_owned(),
-            plugin_id: "built-in".to_owned(),
-            name: self.name().to_owned(),
-            description: self.description.to_owned(),
-            annotations: Some(annotations),
-        }
-    }
-}
 
 fn no_input() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
@@ -275,7 +235,7 @@ fn policy_remove_input() -> Value {
 }
 
 pub(crate) fn static_tool(fqid: &str) -> Option<&'static StaticTool> {
-    STATIC_TOOLS.iter().find(|t| t.fqid == fqid)
+    crate::static_tool::find(STATIC_TOOLS, fqid)
 }
 
 /// The helpers that describe themselves in `describe.tool`.
@@ -313,9 +273,7 @@ pub(crate) async fn dispatch_helper(
     Some(match reply {
         Ok(Ok(data)) => HostReply::Resolve(data),
         Ok(Err(message)) => HostReply::Reject(message),
-        Err(e) => HostReply::Reject(crate::executions::dispatch::internal_tool_error(
-            &e.to_string(),
-        )),
+        Err(e) => HostReply::Reject(crate::error::internal_tool_error(&e.to_string())),
     })
 }
 
@@ -370,9 +328,7 @@ pub(crate) async fn run_static(
         Err(CoreFailure::Tool(error)) => HostReply::Resolve(ToolOutcome::Err(*error).to_json()),
         Err(CoreFailure::Engine(e)) => match tool_error(&e) {
             Some(error) => HostReply::Resolve(ToolOutcome::Err(error).to_json()),
-            None => HostReply::Reject(crate::executions::dispatch::internal_tool_error(
-                &e.to_string(),
-            )),
+            None => HostReply::Reject(crate::error::internal_tool_error(&e.to_string())),
         },
     }
 }
@@ -719,7 +675,7 @@ pub(crate) fn check_args(tool: &StaticTool, args: &Value) -> Result<(), Box<Tool
         // A secret-looking key is left to the tool, whose refusal says where secrets go.
         && let Some(unknown) = map
             .keys()
-            .find(|k| !properties.contains_key(k.as_str()) && !crate::executions::journal::is_secret_key(k))
+            .find(|k| !properties.contains_key(k.as_str()) && !crate::error::is_secret_key(k))
     {
         let known: Vec<&str> = properties.keys().map(String::as_str).collect();
         return Err(invalid(format!(

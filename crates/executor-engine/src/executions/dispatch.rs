@@ -15,6 +15,7 @@ use tokio::sync::{OnceCell, oneshot};
 
 use crate::Inner;
 use crate::caller::Caller;
+use crate::error::internal_tool_error;
 use crate::executions::journal::{Journal, PauseSink};
 use crate::executions::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 use crate::kinds::{Connected, Kind};
@@ -138,13 +139,6 @@ impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-/// Logs the cause under a correlation id and returns the opaque message the sandbox sees.
-pub(crate) fn internal_tool_error(cause: &str) -> String {
-    let id = format!("{:08x}", rand::random::<u32>());
-    tracing::error!(correlation_id = %id, %cause, "tool call failed");
-    format!("Internal tool error [{id}]")
 }
 
 fn resolve_path(path: &str) -> Option<ToolAddress> {

@@ -35,6 +35,7 @@ use tokio::sync::mpsc;
 
 use crate::Inner;
 use crate::caller::Caller;
+use crate::error::is_secret_key;
 use crate::executions::dispatch::ExecutionCtx;
 use crate::executions::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 
@@ -912,34 +913,6 @@ fn args_hash(seed: u64, path: &str, args: &Value) -> String {
     // The compact JSON text, written straight into the hash (no copy of big arguments).
     let _ = serde_json::to_writer(&mut hasher, args);
     hex::encode(&hasher.finalize()[..16])
-}
-
-/// Whether an object key names something secret (`password`, `apiKey`, `access_token`,
-/// `Authorization`, `cookie`, `clientSecret`, `key`, …).
-pub(crate) fn is_secret_key(key: &str) -> bool {
-    let k: String = key
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect::<String>()
-        .to_ascii_lowercase();
-    const EXACT: [&str; 4] = ["key", "auth", "pwd", "pass"];
-    const PARTS: [&str; 14] = [
-        "password",
-        "passwd",
-        "passphrase",
-        "secret",
-        "token",
-        "apikey",
-        "authorization",
-        "cookie",
-        "credential",
-        "privatekey",
-        "accesskey",
-        "signingkey",
-        "sessionid",
-        "bearer",
-    ];
-    EXACT.contains(&k.as_str()) || PARTS.iter().any(|p| k.contains(p))
 }
 
 /// The arguments of the tools that take pasted credentials: every string under these keys is a

@@ -12,22 +12,21 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use executor_core::auth::{AuthMethod, AuthMethodInput, assign_auth_slugs, merge_auth_methods};
-use executor_core::{ToolError, ToolOutcome, now_ms, slugify};
-use executor_graphql::GraphqlError;
+use executor_core::auth::{AuthMethod, AuthMethodInput};
+use executor_core::{ToolError, ToolOutcome, slugify};
 use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Inner;
 use crate::caller::Caller;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::{Produced, binding};
-use crate::{Engine, Inner};
 
 pub(crate) const PLUGIN_ID: &str = "graphql";
 
 /// How long a GraphQL call may take.
-const CALL_TIMEOUT: Duration = Duration::from_secs(110);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(110);
 
 /// Stored (plugin-private) config of a GraphQL integration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -109,7 +108,7 @@ pub(crate) async fn store_schema(
 /// The integration's schema for producing a connection's tools: the snapshot, unless there is
 /// none or `reintrospect` asks for a fresh one (never for a supplied snapshot); then an
 /// introspection with the connection's credentials, stored as the snapshot.
-async fn schema_for(
+pub(crate) async fn schema_for(
     inner: &Inner,
     caller: &Caller,
     integration: &IntegrationRecord,
@@ -151,7 +150,7 @@ async fn schema_for(
 /// Points the integration at a new snapshot. Re-reads the row first so that a config change
 /// made meanwhile (auth methods) is kept; `config_revised_at` does not move (the tools of other
 /// connections are not stale because of it).
-async fn record_snapshot(
+pub(crate) async fn record_snapshot(
     inner: &Inner,
     caller: &Caller,
     slug: &str,
@@ -178,7 +177,7 @@ async fn record_snapshot(
 }
 
 /// Deletes a snapshot blob that no integration's config names any more.
-async fn release_blob(inner: &Inner, caller: &Caller, hash: &str) -> EngineResult<()> {
+pub(crate) async fn release_blob(inner: &Inner, caller: &Caller, hash: &str) -> EngineResult<()> {
     let integrations = inner.store.list_integrations(caller.scope()).await?;
     let used = integrations
         .iter()
@@ -236,7 +235,7 @@ pub(crate) struct Connected {
     schema: Option<Arc<executor_graphql::Schema>>,
 }
 
-async fn connect_with(
+pub(crate) async fn connect_with(
     inner: &Inner,
     caller: &Caller,
     config: &GraphqlConfig,
@@ -366,14 +365,14 @@ pub struct GraphqlIntegrationView {
     pub schema_supplied: bool,
 }
 
-fn introspection_error(message: impl Into<String>) -> EngineError {
+pub(crate) fn introspection_error(message: impl Into<String>) -> EngineError {
     EngineError::GraphqlIntrospection {
         message: message.into(),
     }
 }
 
 /// The endpoint, or why it cannot be one.
-fn check_endpoint(endpoint: &str) -> EngineResult<reqwest::Url> {
+pub(crate) fn check_endpoint(endpoint: &str) -> EngineResult<reqwest::Url> {
     let url = reqwest::Url::parse(endpoint).map_err(|e| {
         introspection_error(format!(
             "{endpoint:?} is not a valid GraphQL endpoint URL: {e}."
@@ -388,7 +387,7 @@ fn check_endpoint(endpoint: &str) -> EngineResult<reqwest::Url> {
 }
 
 /// Spec §8: the endpoint's hostname with non-alphanumerics as `_`, else `graphql`.
-fn default_slug(url: &reqwest::Url) -> String {
+pub(crate) fn default_slug(url: &reqwest::Url) -> String {
     let host = url.host_str().map(slugify).unwrap_or_default();
     if host.is_empty() {
         "graphql".to_owned()
@@ -398,7 +397,7 @@ fn default_slug(url: &reqwest::Url) -> String {
 }
 
 /// A caller's slug must survive the address grammar (`tools.<slug>.<owner>…`).
-fn check_slug(slug: &str) -> EngineResult<()> {
+pub(crate) fn check_slug(slug: &str) -> EngineResult<()> {
     if slug
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
@@ -414,7 +413,7 @@ fn check_slug(slug: &str) -> EngineResult<()> {
 }
 
 /// Reads a supplied introspection result offline.
-fn parse_supplied(json: &Value) -> EngineResult<executor_graphql::Schema> {
+pub(crate) fn parse_supplied(json: &Value) -> EngineResult<executor_graphql::Schema> {
     let parsed;
     let json = match json {
         Value::String(text) => {
@@ -429,7 +428,7 @@ fn parse_supplied(json: &Value) -> EngineResult<executor_graphql::Schema> {
 }
 
 /// A schema must give at least one tool.
-fn check_fields(schema: &executor_graphql::Schema) -> EngineResult<()> {
+pub(crate) fn check_fields(schema: &executor_graphql::Schema) -> EngineResult<()> {
     let has_field = [&schema.query_type, &schema.mutation_type]
         .into_iter()
         .flatten()
@@ -445,7 +444,7 @@ fn check_fields(schema: &executor_graphql::Schema) -> EngineResult<()> {
 }
 
 /// Six random base36 characters (merge-mode slugs `custom_<…>`).
-fn random_suffix() -> String {
+pub(crate) fn random_suffix() -> String {
     const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
     (0..6)
         .map(|_| DIGITS[rand::random_range(0..DIGITS.len())] as char)
@@ -453,7 +452,7 @@ fn random_suffix() -> String {
 }
 
 impl GraphqlConfig {
-    fn view(&self, record: &IntegrationRecord) -> GraphqlConfigView {
+    pub(crate) fn view(&self, record: &IntegrationRecord) -> GraphqlConfigView {
         GraphqlConfigView {
             endpoint: self.endpoint.clone(),
             name: crate::IntegrationView::from_record(record).name,
@@ -461,196 +460,6 @@ impl GraphqlConfig {
             query_params: self.query_params.clone(),
             authentication_template: self.authentication_template.clone(),
         }
-    }
-}
-
-impl Engine {
-    /// Adds a GraphQL endpoint. With `introspection_json` the schema is read offline; otherwise
-    /// the endpoint is introspected without credentials first: a schema is stored as the
-    /// snapshot, an auth wall (401/403) is accepted (the first connection introspects with its
-    /// credentials), and anything else (not GraphQL, unreachable) is a
-    /// `GraphqlIntrospection` error with nothing stored.
-    pub async fn add_graphql_integration(
-        &self,
-        caller: &Caller,
-        input: AddGraphqlIntegration,
-    ) -> EngineResult<GraphqlIntegrationAdded> {
-        let endpoint = input.endpoint.trim().to_owned();
-        let url = check_endpoint(&endpoint)?;
-        let slug = match input
-            .slug
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            Some(s) => {
-                check_slug(s)?;
-                s.to_owned()
-            }
-            None => default_slug(&url),
-        };
-        let authentication_template = assign_auth_slugs(input.authentication_template);
-        let exists = slug == crate::BUILTIN_INTEGRATION
-            || self
-                .inner
-                .store
-                .get_integration(caller.scope(), &slug)
-                .await?
-                .is_some();
-        if exists {
-            return Err(EngineError::IntegrationAlreadyExists { slug });
-        }
-
-        let (schema, supplied) = match &input.introspection_json {
-            Some(json) => (Some(parse_supplied(json)?), true),
-            None => {
-                match executor_graphql::introspect(
-                    self.inner.http(),
-                    &endpoint,
-                    &input.headers,
-                    &input.query_params,
-                )
-                .await
-                {
-                    Ok(schema) => (Some(schema), false),
-                    Err(GraphqlError::AuthRejected { status, .. }) => {
-                        tracing::info!(%endpoint, status, "GraphQL endpoint needs credentials to introspect; the first connection will");
-                        (None, false)
-                    }
-                    Err(e) => return Err(introspection_error(e.to_string())),
-                }
-            }
-        };
-        let schema_hash = match &schema {
-            Some(schema) => {
-                check_fields(schema)?;
-                let hash = store_schema(&self.inner, caller, schema).await?;
-                Some(hash)
-            }
-            None => None,
-        };
-
-        let name = input
-            .name
-            .as_deref()
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .map_or_else(|| slug.clone(), str::to_owned);
-        let config = GraphqlConfig {
-            endpoint,
-            name: name.clone(),
-            headers: input.headers,
-            query_params: input.query_params,
-            authentication_template,
-            schema_hash: schema_hash.clone(),
-            schema_supplied: supplied,
-        };
-        let description = input
-            .description
-            .map(|d| d.trim().to_owned())
-            .filter(|d| !d.is_empty());
-        self.insert_new_integration(caller, &slug, PLUGIN_ID, name.clone(), description, &config)
-            .await?;
-        if let (Some(hash), Some(schema)) = (schema_hash, schema) {
-            self.inner
-                .documents
-                .put_graphql_schema(&hash, Arc::new(schema));
-        }
-        Ok(GraphqlIntegrationAdded { slug, name })
-    }
-
-    /// The GraphQL integration `slug`, or `None` when unknown or of another kind.
-    async fn graphql_record(
-        &self,
-        caller: &Caller,
-        slug: &str,
-    ) -> EngineResult<Option<(IntegrationRecord, GraphqlConfig)>> {
-        let Some(record) = self
-            .inner
-            .store
-            .get_integration(caller.scope(), slug)
-            .await?
-        else {
-            return Ok(None);
-        };
-        if record.plugin_id != PLUGIN_ID {
-            return Ok(None);
-        }
-        let config = GraphqlConfig::from_record(&record)?;
-        Ok(Some((record, config)))
-    }
-
-    /// `None` when the slug is unknown or not a GraphQL integration.
-    pub async fn get_graphql_integration(
-        &self,
-        caller: &Caller,
-        slug: &str,
-    ) -> EngineResult<Option<GraphqlIntegrationView>> {
-        let Some((record, config)) = self.graphql_record(caller, slug).await? else {
-            return Ok(None);
-        };
-        let view = crate::IntegrationView::from_record(&record);
-        Ok(Some(GraphqlIntegrationView {
-            config: config.view(&record),
-            slug: record.slug,
-            name: view.name,
-            description: view.description,
-            kind: record.plugin_id,
-            can_remove: record.can_remove,
-            can_refresh: record.can_refresh,
-            has_schema: config.schema_hash.is_some(),
-            schema_supplied: config.schema_supplied,
-        }))
-    }
-
-    /// The public config, or `None` when the slug is unknown or not a GraphQL integration.
-    pub async fn get_graphql_config(
-        &self,
-        caller: &Caller,
-        slug: &str,
-    ) -> EngineResult<Option<GraphqlConfigView>> {
-        Ok(self
-            .graphql_record(caller, slug)
-            .await?
-            .map(|(record, config)| config.view(&record)))
-    }
-
-    /// Sets the integration's auth methods (`replace`), or merges them in (same slug replaces in
-    /// place, others are appended). Connections re-sync, as after any tool-affecting change.
-    /// Returns the stored methods.
-    pub async fn set_graphql_auth(
-        &self,
-        caller: &Caller,
-        slug: &str,
-        methods: Vec<AuthMethodInput>,
-        replace: bool,
-    ) -> EngineResult<Vec<AuthMethod>> {
-        let (mut record, mut config) =
-            self.graphql_record(caller, slug).await?.ok_or_else(|| {
-                EngineError::IntegrationNotFound {
-                    slug: slug.to_owned(),
-                }
-            })?;
-        config.authentication_template = if replace {
-            assign_auth_slugs(methods)
-        } else {
-            merge_auth_methods(
-                std::mem::take(&mut config.authentication_template),
-                methods,
-                random_suffix,
-            )
-        };
-        let now = now_ms();
-        record.config =
-            serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
-        record.config_revised_at = Some(now);
-        record.updated_at = now;
-        self.inner
-            .store
-            .upsert_integration(caller.scope(), &record)
-            .await?;
-        self.catalog_changed();
-        Ok(config.authentication_template)
     }
 }
 

@@ -1,28 +1,26 @@
 //! The MCP integration kind: stored config, adding and probing servers, producing tools from a
 //! server's catalog, and invoking them on the execution's downstream session.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
 use executor_core::auth::{
-    AuthMethod, AuthMethodInput, Carrier, Placement, Rendered, assign_auth_slugs,
-    merge_auth_methods, parse_auth_method_input,
+    AuthMethod, AuthMethodInput, Carrier, Rendered, assign_auth_slugs, parse_auth_method_input,
 };
-use executor_core::{Owner, ToolAddress, ToolError, ToolOutcome, now_ms, slugify};
+use executor_core::{ToolAddress, ToolError, ToolOutcome, slugify};
 use executor_mcp::{McpError, RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target};
 use executor_sandbox::HostReply;
 use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Inner;
 use crate::caller::Caller;
-use crate::catalog::{ConnectionInput, CredentialOrigin, session_label};
-use crate::credentials::oauth::ORIGIN_DCR;
+use crate::catalog::session_label;
+use crate::error::internal_tool_error;
 use crate::error::{EngineError, EngineResult};
-use crate::executions::dispatch::{ExecutionCtx, internal_tool_error};
+use crate::executions::dispatch::ExecutionCtx;
 use crate::kinds::Produced;
-use crate::kinds::openapi::random_base36;
-use crate::{AuthTemplateMode, Engine, Inner};
 
 pub(crate) const PLUGIN_ID: &str = "mcp";
 
@@ -62,7 +60,7 @@ impl McpConfig {
         self.transport == "stdio"
     }
 
-    fn remote_transport(&self) -> RemoteTransport {
+    pub(crate) fn remote_transport(&self) -> RemoteTransport {
         self.remote_transport
             .as_deref()
             .and_then(|t| t.parse().ok())
@@ -105,14 +103,14 @@ pub const MASKED_VALUE: &str = "••••";
 
 /// The vault item of a remote server's static header (`carrier` `header`) or query parameter
 /// (`query`).
-fn static_item(slug: &str, carrier: &str, name: &str) -> String {
+pub(crate) fn static_item(slug: &str, carrier: &str, name: &str) -> String {
     format!("mcp:{slug}:{carrier}:{name}")
 }
 
 impl McpConfig {
     /// Moves the endpoint's query string into `query_params` (explicit parameters win), so an
     /// `?api_key=…` is sealed like any static parameter and never shown in the endpoint.
-    fn split_endpoint_query(&mut self) {
+    pub(crate) fn split_endpoint_query(&mut self) {
         let Ok(mut url) = url::Url::parse(&self.endpoint) else {
             return;
         };
@@ -130,7 +128,7 @@ impl McpConfig {
     /// Replaces masked values with those of `previous` (the stored config, unsealed): a config
     /// read back from the API and sent again keeps its secrets. A mask with nothing behind it
     /// is refused.
-    fn keep_masked(
+    pub(crate) fn keep_masked(
         &mut self,
         headers: &BTreeMap<String, String>,
         query: &BTreeMap<String, String>,
@@ -202,7 +200,7 @@ pub(crate) async fn unsealed_config(
 
 /// Deletes the sealed static values of `config` (a stored, masked config) whose names `keep`
 /// does not have.
-async fn delete_static_values(
+pub(crate) async fn delete_static_values(
     inner: &Inner,
     caller: &Caller,
     slug: &str,
@@ -227,7 +225,7 @@ async fn delete_static_values(
 
 /// Seals every static header and query value of `config` in the vault and leaves
 /// [`MASKED_VALUE`] in its place.
-async fn seal_static_values(
+pub(crate) async fn seal_static_values(
     inner: &Inner,
     caller: &Caller,
     slug: &str,
@@ -324,7 +322,7 @@ pub struct ProbeView {
     pub instructions: Option<String>,
 }
 
-fn default_slug(name: &str, endpoint: &str) -> String {
+pub(crate) fn default_slug(name: &str, endpoint: &str) -> String {
     let from_name = slugify(name);
     if !from_name.is_empty() {
         return from_name;
@@ -337,7 +335,7 @@ fn default_slug(name: &str, endpoint: &str) -> String {
     }
 }
 
-fn url_host(endpoint: &str) -> Option<String> {
+pub(crate) fn url_host(endpoint: &str) -> Option<String> {
     let rest = endpoint.split_once("://")?.1;
     let authority = rest.split(['/', '?', '#']).next()?;
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
@@ -345,7 +343,7 @@ fn url_host(endpoint: &str) -> Option<String> {
 }
 
 /// The slug of a stdio server: the slugified name, else the command's basename, else `mcp`.
-fn default_stdio_slug(name: &str, command: &str) -> String {
+pub(crate) fn default_stdio_slug(name: &str, command: &str) -> String {
     let from_name = slugify(name);
     if !from_name.is_empty() {
         return from_name;
@@ -364,11 +362,11 @@ fn default_stdio_slug(name: &str, command: &str) -> String {
 }
 
 /// An environment variable name a process can be given.
-fn valid_env_name(name: &str) -> bool {
+pub(crate) fn valid_env_name(name: &str) -> bool {
     !name.is_empty() && !name.contains(['=', '\0']) && name.trim() == name
 }
 
-fn stdio_error(message: String) -> EngineError {
+pub(crate) fn stdio_error(message: String) -> EngineError {
     EngineError::McpConnection {
         transport: "stdio".to_owned(),
         message,
@@ -378,7 +376,7 @@ fn stdio_error(message: String) -> EngineError {
 }
 
 /// The API error of a failed dial or discovery against a server reached over `transport`.
-fn connect_error(e: McpError, transport: &str) -> EngineError {
+pub(crate) fn connect_error(e: McpError, transport: &str) -> EngineError {
     match e {
         McpError::Connect {
             transport,
@@ -427,11 +425,11 @@ fn connect_error(e: McpError, transport: &str) -> EngineError {
 /// 401/403 at the door: the server is there, it wants credentials. A 403 `insufficient_scope`
 /// is not one: credentials were sent (static headers) and were accepted, but lack a scope,
 /// which the caller must hear about.
-fn is_auth_wall(e: &McpError) -> bool {
+pub(crate) fn is_auth_wall(e: &McpError) -> bool {
     e.is_auth_rejection() && !matches!(e, McpError::InsufficientScope { .. })
 }
 
-fn validate_endpoint(endpoint: &str) -> EngineResult<()> {
+pub(crate) fn validate_endpoint(endpoint: &str) -> EngineResult<()> {
     let ok = (endpoint.starts_with("http://") || endpoint.starts_with("https://"))
         && url_host(endpoint).is_some_and(|h| !h.is_empty());
     if ok {
@@ -446,373 +444,15 @@ fn validate_endpoint(endpoint: &str) -> EngineResult<()> {
     }
 }
 
-impl Engine {
-    pub async fn probe_mcp(
-        &self,
-        endpoint: &str,
-        headers: BTreeMap<String, String>,
-        query: BTreeMap<String, String>,
-    ) -> EngineResult<ProbeView> {
-        validate_endpoint(endpoint)?;
-        let target = RemoteTarget {
-            endpoint: endpoint.to_owned(),
-            transport: RemoteTransport::Auto,
-            headers,
-            query,
-        };
-        let slug = default_slug("", endpoint);
-        match self.inner.mcp.discover(&target).await {
-            Ok(found) => Ok(ProbeView {
-                connected: true,
-                requires_authentication: false,
-                requires_oauth: false,
-                supports_dynamic_registration: false,
-                name: found.server_name.clone().unwrap_or_else(|| slug.clone()),
-                slug: found
-                    .server_name
-                    .as_deref()
-                    .map(slugify)
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or(slug),
-                tool_count: Some(found.tools.len()),
-                server_name: found.server_name,
-                instructions: found.instructions,
-            }),
-            Err(e) if is_auth_wall(&e) => {
-                // An OAuth-protected server publishes where to authorise (RFC 9728 / 8414).
-                let oauth = self
-                    .probe_oauth(endpoint)
-                    .await
-                    .inspect_err(|e| tracing::debug!(error = %e, "no usable OAuth metadata for an MCP server behind an auth wall"))
-                    .ok();
-                Ok(ProbeView {
-                    connected: false,
-                    requires_authentication: true,
-                    requires_oauth: oauth.is_some(),
-                    supports_dynamic_registration: oauth
-                        .as_ref()
-                        .is_some_and(|o| o.registration_endpoint.is_some()),
-                    name: slug.clone(),
-                    slug,
-                    tool_count: None,
-                    server_name: None,
-                    instructions: None,
-                })
-            }
-            Err(e) => Err(connect_error(e, RemoteTransport::Auto.as_str())),
-        }
-    }
-
-    /// Adds a remote MCP server after checking that it answers as one. Nothing is stored when it
-    /// does not (an auth wall counts as answering: credentials come with a connection).
-    pub async fn add_mcp_server(
-        &self,
-        caller: &Caller,
-        input: AddMcpServer,
-    ) -> EngineResult<String> {
-        crate::catalog::check_integration_text(
-            input.slug.as_deref(),
-            Some(&input.name),
-            input.description.as_deref(),
-        )?;
-        validate_endpoint(&input.endpoint)?;
-        let slug = match input
-            .slug
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            Some(s) => s.to_owned(),
-            None => default_slug(&input.name, &input.endpoint),
-        };
-        if slug == crate::BUILTIN_INTEGRATION
-            || self
-                .inner
-                .store
-                .get_integration(caller.scope(), &slug)
-                .await?
-                .is_some()
-        {
-            return Err(EngineError::IntegrationAlreadyExists { slug });
-        }
-        let authentication_template = match (input.authentication_template, input.auth) {
-            (Some(methods), _) if !methods.is_empty() => assign_auth_slugs(methods),
-            (
-                _,
-                Some(McpAuthShorthand::Header {
-                    header_name,
-                    prefix,
-                }),
-            ) => vec![AuthMethod::Apikey {
-                slug: "header".to_owned(),
-                label: None,
-                placements: vec![Placement {
-                    carrier: Carrier::Header,
-                    name: header_name,
-                    prefix,
-                    variable: None,
-                    literal: None,
-                }],
-            }],
-            (_, Some(McpAuthShorthand::Oauth2)) => vec![AuthMethod::Oauth2 {
-                slug: "oauth2".to_owned(),
-            }],
-            _ => vec![AuthMethod::none()],
-        };
-        let mut config = McpConfig {
-            transport: "remote".to_owned(),
-            endpoint: input.endpoint.clone(),
-            remote_transport: Some(input.remote_transport.as_str().to_owned()),
-            query_params: input.query_params,
-            headers: input.headers,
-            command: None,
-            args: Vec::new(),
-            cwd: None,
-            env: BTreeMap::new(),
-            authentication_template,
-        };
-        config.split_endpoint_query();
-        config.keep_masked(&BTreeMap::new(), &BTreeMap::new())?;
-        check_methods(false, &config.authentication_template)?;
-        self.check_answers(&config).await?;
-        let name = if input.name.trim().is_empty() {
-            slug.clone()
-        } else {
-            input.name.trim().to_owned()
-        };
-        let description = input
-            .description
-            .filter(|d| !d.is_empty())
-            .unwrap_or_else(|| name.clone());
-        // Static headers and query parameters are credentials (`Authorization: Bearer …`,
-        // `?api_key=…`): sealed like a connection's, shown masked.
-        seal_static_values(&self.inner, caller, &slug, &mut config).await?;
-        if let Err(e) = self
-            .insert_new_integration(caller, &slug, PLUGIN_ID, name, Some(description), &config)
-            .await
-        {
-            // Not ours to delete when the slug was taken meanwhile: its values are its own.
-            if !matches!(e, EngineError::IntegrationAlreadyExists { .. }) {
-                delete_static_values(&self.inner, caller, &slug, &config, None).await?;
-            }
-            return Err(e);
-        }
-        Ok(slug)
-    }
-
-    /// Adds a stdio MCP server (spec §3.9) after spawning it once and listing its tools with the
-    /// supplied env values; nothing is stored when that fails. Declared secrets (`envVars` and the
-    /// keys of `env`) become the `stdio_env` method `env`; the org connection `default` is created
-    /// when values were supplied (template `env`) or nothing is declared (template `none`).
-    pub async fn add_stdio_mcp_server(
-        &self,
-        caller: &Caller,
-        input: AddStdioMcpServer,
-    ) -> EngineResult<String> {
-        crate::catalog::check_integration_text(
-            input.slug.as_deref(),
-            Some(&input.name),
-            input.description.as_deref(),
-        )?;
-        let command = input.command.trim().to_owned();
-        if command.is_empty() {
-            return Err(stdio_error(
-                "A stdio MCP server needs a command.".to_owned(),
-            ));
-        }
-        let mut vars: Vec<String> = Vec::new();
-        for var in input.env_vars.iter().chain(input.env.keys()) {
-            if !valid_env_name(var) {
-                return Err(stdio_error(format!(
-                    "{var:?} is not a valid environment variable name."
-                )));
-            }
-            if !vars.contains(var) {
-                vars.push(var.clone());
-            }
-        }
-        let slug = match input
-            .slug
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            Some(s) => s.to_owned(),
-            None => default_stdio_slug(&input.name, &command),
-        };
-        if slug == crate::BUILTIN_INTEGRATION
-            || self
-                .inner
-                .store
-                .get_integration(caller.scope(), &slug)
-                .await?
-                .is_some()
-        {
-            return Err(EngineError::IntegrationAlreadyExists { slug });
-        }
-        let authentication_template = if vars.is_empty() {
-            vec![AuthMethod::none()]
-        } else {
-            vec![AuthMethod::StdioEnv {
-                slug: "env".to_owned(),
-                vars,
-            }]
-        };
-        let config = McpConfig {
-            transport: "stdio".to_owned(),
-            endpoint: String::new(),
-            remote_transport: None,
-            query_params: BTreeMap::new(),
-            headers: BTreeMap::new(),
-            command: Some(command),
-            args: input.args,
-            cwd: input.cwd.filter(|c| !c.trim().is_empty()),
-            env: BTreeMap::new(),
-            authentication_template,
-        };
-        let probe = Rendered {
-            env: input.env.clone(),
-            ..Rendered::default()
-        };
-        let Target::Stdio(target) = config.target_with(&probe) else {
-            unreachable!("a stdio config yields a stdio target")
-        };
-        match self.inner.mcp.discover(&target).await {
-            Ok(_) => {}
-            Err(McpError::Timeout { .. }) => {
-                return Err(stdio_error(format!(
-                    "The stdio MCP server `{}` did not answer in time (tools/list within {} s).",
-                    target.command_line(),
-                    self.inner.mcp.config().discovery_timeout.as_secs()
-                )));
-            }
-            Err(e) => return Err(connect_error(e, "stdio")),
-        }
-        let name = if input.name.trim().is_empty() {
-            slug.clone()
-        } else {
-            input.name.trim().to_owned()
-        };
-        let description = input
-            .description
-            .filter(|d| !d.is_empty())
-            .unwrap_or_else(|| name.clone());
-        self.insert_new_integration(caller, &slug, PLUGIN_ID, name, Some(description), &config)
-            .await?;
-        let template = match (input.env.is_empty(), config.authentication_template.first()) {
-            (false, _) => Some("env"),
-            (true, Some(AuthMethod::None { .. })) => Some("none"),
-            _ => None,
-        };
-        if let Some(template) = template {
-            let created = self
-                .create_connection(
-                    caller,
-                    ConnectionInput {
-                        owner: Owner::Org,
-                        name: "default".to_owned(),
-                        integration: slug.clone(),
-                        template: template.to_owned(),
-                        identity_label: None,
-                        description: None,
-                        origin: CredentialOrigin::Values(input.env),
-                        replace: false,
-                    },
-                )
-                .await;
-            if let Err(e) = created {
-                // Leave nothing half-made behind.
-                if let Err(cleanup) = self.remove_integration(caller, &slug).await {
-                    tracing::warn!(error = %cleanup, %slug, "could not remove a half-added stdio server");
-                }
-                return Err(e);
-            }
-        }
-        Ok(slug)
-    }
-
-    /// Seals the static header and query values (and endpoint query strings) that builds before
-    /// issue #17 stored in clear in MCP configs. Run at start, before serving; returns how many
-    /// integrations were rewritten.
-    pub async fn seal_legacy_mcp_values(&self, caller: &Caller) -> EngineResult<usize> {
-        let mut sealed = 0;
-        for mut record in self.inner.store.list_integrations(caller.scope()).await? {
-            if record.plugin_id != PLUGIN_ID {
-                continue;
-            }
-            let Some(mut config) = McpConfig::from_value(&record.config) else {
-                continue;
-            };
-            let before = config.endpoint.clone();
-            config.split_endpoint_query();
-            let clear = config
-                .headers
-                .values()
-                .chain(config.query_params.values())
-                .any(|v| v != MASKED_VALUE);
-            if !clear && config.endpoint == before {
-                continue;
-            }
-            // Values already sealed stay in the vault; only clear ones are written.
-            let mut fresh = config.clone();
-            fresh.headers.retain(|_, v| v != MASKED_VALUE);
-            fresh.query_params.retain(|_, v| v != MASKED_VALUE);
-            seal_static_values(&self.inner, caller, &record.slug, &mut fresh).await?;
-            config.headers.extend(fresh.headers);
-            config.query_params.extend(fresh.query_params);
-            record.config =
-                serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
-            self.inner
-                .store
-                .upsert_integration(caller.scope(), &record)
-                .await?;
-            tracing::info!(slug = %record.slug, "sealed the MCP server's static headers and query values");
-            sealed += 1;
-        }
-        if sealed > 0 {
-            self.catalog_changed();
-        }
-        Ok(sealed)
-    }
-
-    /// `None` when the slug is unknown or not an MCP integration.
-    pub async fn get_mcp_server(
-        &self,
-        caller: &Caller,
-        slug: &str,
-    ) -> EngineResult<Option<McpServerView>> {
-        let Some(record) = self
-            .inner
-            .store
-            .get_integration(caller.scope(), slug)
-            .await?
-        else {
-            return Ok(None);
-        };
-        if record.plugin_id != PLUGIN_ID {
-            return Ok(None);
-        }
-        let view = crate::IntegrationView::from_record(&record);
-        Ok(Some(McpServerView {
-            slug: record.slug,
-            description: view.description,
-            kind: record.plugin_id,
-            can_remove: record.can_remove,
-            can_refresh: record.can_refresh,
-            config: masked_config(&record.config),
-        }))
-    }
-}
-
 // ---- replacing a server's config or auth methods, removing it (spec §3.9) -----------------
 
-fn invalid(message: impl Into<String>) -> EngineError {
+pub(crate) fn invalid(message: impl Into<String>) -> EngineError {
     EngineError::InvalidInput {
         message: message.into(),
     }
 }
 
-fn kind_name(method: &AuthMethod) -> &'static str {
+pub(crate) fn kind_name(method: &AuthMethod) -> &'static str {
     match method {
         AuthMethod::None { .. } => "none",
         AuthMethod::Apikey { .. } => "apikey",
@@ -823,7 +463,7 @@ fn kind_name(method: &AuthMethod) -> &'static str {
 
 /// The auth methods a server of this transport can use: `none`, `apikey` (header and query
 /// placements) and `oauth2` for a remote server; `stdio_env` and `none` for a stdio one.
-fn check_methods(stdio: bool, methods: &[AuthMethod]) -> EngineResult<()> {
+pub(crate) fn check_methods(stdio: bool, methods: &[AuthMethod]) -> EngineResult<()> {
     for method in methods {
         match (stdio, method) {
             (_, AuthMethod::None { .. }) | (false, AuthMethod::Oauth2 { .. }) => {}
@@ -866,7 +506,7 @@ impl McpConfig {
     /// stored form (spec §3.9 "Stored config"): auth methods read like an add's (the input
     /// dialect or the stored form, slugs backfilled, `[none]` when there are none), defaults
     /// filled in, fields of the other transport dropped. `Err` says what is wrong.
-    fn from_input(value: &Value) -> EngineResult<Self> {
+    pub(crate) fn from_input(value: &Value) -> EngineResult<Self> {
         let Value::Object(fields) = value else {
             return Err(invalid("config must be a JSON object."));
         };
@@ -946,7 +586,7 @@ impl McpConfig {
 /// Whether a stdio server's command can be found (a path, relative to `cwd` when given, or a
 /// name on the `PATH` the child would search). The server is not started: its secret
 /// environment lives on connections, and each connection's re-listing starts it with that.
-fn check_command(config: &McpConfig) -> EngineResult<()> {
+pub(crate) fn check_command(config: &McpConfig) -> EngineResult<()> {
     let command = config.command.as_deref().unwrap_or("");
     let found = if command.contains(['/', '\\']) {
         let path = std::path::Path::new(command);
@@ -972,168 +612,8 @@ fn check_command(config: &McpConfig) -> EngineResult<()> {
     }
 }
 
-impl Engine {
-    /// Whether the remote server answers as an MCP server, dialled with the config's static
-    /// headers and query parameters only (an auth wall counts: credentials come with a
-    /// connection). Nothing is stored by the callers when it does not.
-    async fn check_answers(&self, config: &McpConfig) -> EngineResult<()> {
-        match self
-            .inner
-            .mcp
-            .discover(&config.target_with(&Rendered::default()))
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if is_auth_wall(&e) => Ok(()),
-            Err(e) => Err(connect_error(e, config.remote_transport().as_str())),
-        }
-    }
-
-    /// The MCP integration `slug`: `IntegrationNotFound` when unknown or of another kind.
-    async fn mcp_record(&self, caller: &Caller, slug: &str) -> EngineResult<IntegrationRecord> {
-        let record = self.integration_record(caller, slug).await?;
-        if record.plugin_id != PLUGIN_ID {
-            return Err(EngineError::IntegrationNotFound {
-                slug: slug.to_owned(),
-            });
-        }
-        Ok(record)
-    }
-
-    async fn store_mcp_config(
-        &self,
-        caller: &Caller,
-        record: &mut IntegrationRecord,
-        config: &McpConfig,
-    ) -> EngineResult<()> {
-        let now = now_ms();
-        record.config =
-            serde_json::to_value(config).map_err(|e| EngineError::Internal(e.to_string()))?;
-        record.config_revised_at = Some(now);
-        record.updated_at = now;
-        self.inner
-            .store
-            .upsert_integration(caller.scope(), record)
-            .await?;
-        Ok(())
-    }
-
-    /// Replaces the stored config of the MCP server `slug` (remote or stdio) and revises its
-    /// tools: every connection visible here is listed again at once (a failure keeps its
-    /// previous tools and is recorded on it), the others on their next read. A config that does
-    /// not read, a remote server that does not answer or a stdio command that is not found is
-    /// refused, and nothing changes. Returns the stored config.
-    pub async fn set_mcp_config(
-        &self,
-        caller: &Caller,
-        slug: &str,
-        config: &Value,
-    ) -> EngineResult<Value> {
-        let mut record = self.mcp_record(caller, slug).await?;
-        let mut config = McpConfig::from_input(config)?;
-        let stored = McpConfig::from_value(&record.config);
-        let previous = unsealed_config(&self.inner, caller, &record).await?;
-        if !config.is_stdio() {
-            config.split_endpoint_query();
-            config.keep_masked(&previous.headers, &previous.query_params)?;
-        }
-        if config.is_stdio() {
-            check_command(&config)?;
-        } else {
-            self.check_answers(&config).await?;
-        }
-        seal_static_values(&self.inner, caller, slug, &mut config).await?;
-        self.store_mcp_config(caller, &mut record, &config).await?;
-        if let Some(stored) = &stored {
-            delete_static_values(&self.inner, caller, slug, stored, Some(&config)).await?;
-        }
-        // Sessions dialled under the old config (another endpoint, command or headers) must not
-        // serve another call, and cached connections must be resolved again.
-        self.close_integration_sessions(caller, slug).await;
-        self.catalog_changed();
-        for connection in self.list_connections(caller, Some(slug), None).await? {
-            self.produce_tools(caller, &record, &connection.key())
-                .await?;
-        }
-        self.catalog_changed();
-        Ok(masked_config(&record.config))
-    }
-
-    /// Sets the auth methods of the MCP server `slug`: `Replace` declares the whole list (slugs
-    /// backfilled), `Merge` replaces same-slug methods in place and appends the others. A stdio
-    /// server takes `stdio_env` / `none` methods, a remote one `none` / `apikey` / `oauth2`.
-    /// Connections re-list their tools on their next read. Returns the stored methods.
-    pub async fn set_mcp_auth(
-        &self,
-        caller: &Caller,
-        slug: &str,
-        methods: Vec<AuthMethodInput>,
-        mode: AuthTemplateMode,
-    ) -> EngineResult<Vec<AuthMethod>> {
-        let mut record = self.mcp_record(caller, slug).await?;
-        let mut config = McpConfig::from_value(&record.config).ok_or_else(|| {
-            EngineError::Internal(format!("integration {slug} has no valid MCP config"))
-        })?;
-        let mut next = match mode {
-            AuthTemplateMode::Replace => assign_auth_slugs(methods),
-            AuthTemplateMode::Merge => merge_auth_methods(
-                config.authentication_template.clone(),
-                methods,
-                random_base36,
-            ),
-        };
-        if next.is_empty() {
-            next = vec![AuthMethod::none()];
-        }
-        check_methods(config.is_stdio(), &next)?;
-        config.authentication_template = next;
-        self.store_mcp_config(caller, &mut record, &config).await?;
-        self.catalog_changed();
-        Ok(config.authentication_template)
-    }
-
-    /// Removes the integration `slug` (any kind, as the original's route does; an unknown slug
-    /// is `IntegrationNotFound`), then the OAuth clients dynamically registered for it: those its connections
-    /// used and those whose origin names it, unless a connection of another integration uses
-    /// them. Manual clients are never removed.
-    pub async fn remove_mcp_server(&self, caller: &Caller, slug: &str) -> EngineResult<()> {
-        // Unknown and built-in slugs fail before anything is looked at.
-        if slug == crate::BUILTIN_INTEGRATION {
-            return self.remove_integration(caller, slug).await;
-        }
-        self.integration_record(caller, slug).await?;
-        let connections = self.list_connections(caller, None, None).await?;
-        let client_of = |c: &executor_store::ConnectionRecord| {
-            let oauth = c.oauth.as_ref()?;
-            Some((oauth.client_owner.unwrap_or(c.owner), oauth.client.clone()?))
-        };
-        let (here, elsewhere): (Vec<_>, Vec<_>) =
-            connections.iter().partition(|c| c.integration == slug);
-        let used_here: HashSet<(Owner, String)> = here.into_iter().filter_map(client_of).collect();
-        let used_elsewhere: HashSet<(Owner, String)> =
-            elsewhere.into_iter().filter_map(client_of).collect();
-        let doomed: Vec<(Owner, String)> = self
-            .list_oauth_clients(caller)
-            .await?
-            .into_iter()
-            .filter(|c| c.origin_kind == ORIGIN_DCR)
-            .filter_map(|c| {
-                let ours = c.origin_integration.as_deref() == Some(slug);
-                let key = (c.owner, c.slug);
-                ((ours || used_here.contains(&key)) && !used_elsewhere.contains(&key))
-                    .then_some(key)
-            })
-            .collect();
-        self.remove_integration(caller, slug).await?;
-        for (owner, client) in doomed {
-            self.remove_oauth_client(caller, owner, &client).await?;
-        }
-        Ok(())
-    }
-}
-
 /// A stored config as the API shows it (static values masked).
-fn masked_config(config: &Value) -> Value {
+pub(crate) fn masked_config(config: &Value) -> Value {
     McpConfig::from_value(config)
         .and_then(|c| serde_json::to_value(c.masked()).ok())
         .unwrap_or_else(|| config.clone())
@@ -1311,7 +791,11 @@ pub(crate) async fn call(
 /// says `insufficient_scope` → `oauth_scope_insufficient`, any other failure to connect →
 /// `connection_rejected` with its message, an unknown-tool rejection → `mcp_tool_unknown`.
 /// `None`: an infrastructure defect (opaque in the sandbox).
-fn call_error_outcome(tool_id: &str, integration: &str, e: &McpError) -> Option<ToolOutcome> {
+pub(crate) fn call_error_outcome(
+    tool_id: &str,
+    integration: &str,
+    e: &McpError,
+) -> Option<ToolOutcome> {
     match e {
         McpError::InsufficientScope { message, .. } => Some(ToolOutcome::Err(
             crate::credentials::scope_insufficient(integration, message),

@@ -250,7 +250,9 @@ impl Engine {
 
     /// Policy ids of every known tool: `<integration>.<owner>.<connection>.<tool>` and static fqids.
     async fn policy_tool_ids(&self, caller: &Caller) -> EngineResult<Vec<String>> {
-        let mut ids: Vec<String> = crate::core_tools::STATIC_TOOLS
+        let mut ids: Vec<String> = self
+            .inner
+            .core_tools
             .iter()
             .map(|t| t.fqid.to_owned())
             .collect();
