@@ -138,3 +138,11 @@ pub(crate) fn is_secret_key(key: &str) -> bool {
     ];
     EXACT.contains(&k.as_str()) || PARTS.iter().any(|p| k.contains(p))
 }
+
+pub(crate) fn connection_not_found(key: &executor_store::ConnectionKey) -> EngineError {
+    EngineError::ConnectionNotFound {
+        owner: key.owner,
+        integration: key.integration.clone(),
+        name: key.name.clone(),
+    }
+}

@@ -10,6 +10,7 @@ mod credentials;
 mod error;
 mod executions;
 mod kinds;
+mod names;
 mod policies;
 mod static_tool;
 pub mod views;
@@ -22,6 +23,7 @@ use executor_sandbox::{SandboxLimits, SandboxPool};
 use executor_store::Store;
 
 pub use caller::{Caller, PolicySource, Principal};
+pub use catalog::OpenApiPreview;
 pub use catalog::health::{
     HealthCheckCandidate, HealthCheckResult, HealthCheckSpec, ValidateConnection,
 };
@@ -55,7 +57,7 @@ pub use kinds::mcp::{
 };
 pub use kinds::openapi::{
     AddOpenApiSpec, AddedOpenApiSpec, AuthTemplateMode, OpenApiConfigView, OpenApiIntegrationView,
-    OpenApiPreview, OpenApiSpecSource, OpenApiSpecUpdate,
+    OpenApiSpecSource, OpenApiSpecUpdate,
 };
 pub use policies::PolicyView;
 pub use static_tool::{BUILTIN_INTEGRATION, STATIC_TOOL_CONNECTION};
@@ -204,6 +206,24 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// What the integration kinds may use, for `caller`.
+    pub(crate) fn kind_env<'a>(&'a self, caller: &'a Caller) -> kinds::KindEnv<'a> {
+        kinds::KindEnv {
+            caller,
+            store: &*self.store,
+            http: self.http(),
+            mcp: &self.mcp,
+            documents: &self.documents,
+            openapi_validators: &self.openapi_validators,
+            generation: self
+                .catalog_generation
+                .load(std::sync::atomic::Ordering::Acquire),
+            credentials: self,
+            call_timeout: self.call_limits.config.call_timeout,
+            max_output_bytes: self.call_limits.config.max_output_bytes,
+        }
+    }
+
     /// The upstream HTTP client (OpenAPI, GraphQL, OAuth), built on first use.
     pub(crate) fn http(&self) -> &reqwest::Client {
         self.http.get_or_init(upstream_http_client)
@@ -281,7 +301,7 @@ impl Engine {
             },
             release_memory: config.release_memory.clone(),
         });
-        kinds::mcp::watch_list_changed(&inner);
+        catalog::watch_list_changed(&inner);
         executions::spawn_sweeper(&inner);
         Engine { inner }
     }

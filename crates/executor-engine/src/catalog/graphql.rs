@@ -71,7 +71,7 @@ impl Engine {
         let schema_hash = match &schema {
             Some(schema) => {
                 check_fields(schema)?;
-                let hash = store_schema(&self.inner, caller, schema).await?;
+                let hash = store_schema(&self.inner.kind_env(caller), schema).await?;
                 Some(hash)
             }
             None => None,

@@ -442,7 +442,7 @@ impl Engine {
             return Ok(Vec::new());
         }
         let config = openapi::OpenApiConfig::from_record(&record)?;
-        let extraction = openapi::compiled(&self.inner, caller, &config)
+        let extraction = openapi::compiled(&self.inner.kind_env(caller), &config)
             .await
             .map_err(|message| EngineError::OpenApiParse { message })?;
         Ok(openapi_candidates(&extraction))
@@ -472,7 +472,7 @@ impl Engine {
             .connection_values(caller, &connection)
             .await?
             .unwrap_or_default();
-        let label = crate::catalog::session_label(caller.scope(), key);
+        let label = crate::kinds::mcp::session_label(caller.scope(), key);
         let result = match self.probe_credentials(&methods, &connection.template, values, label) {
             Ok(probe) => {
                 self.run_probe(caller, &integration, declared_spec(&integration), probe)
@@ -616,7 +616,7 @@ impl Engine {
             ));
         };
         let config = openapi::OpenApiConfig::from_record(integration)?;
-        let extraction = match openapi::compiled(&self.inner, caller, &config).await {
+        let extraction = match openapi::compiled(&self.inner.kind_env(caller), &config).await {
             Ok(e) => e,
             Err(e) => {
                 return Ok(HealthCheckResult::new(
@@ -652,7 +652,7 @@ impl Engine {
         let connected = openapi::connected_with(config, probe.rendered);
         let args = Value::Object(spec.args.clone().unwrap_or_default());
         let outcome = connected
-            .invoke_binding(&self.inner, &tool.binding, args)
+            .invoke_binding(&self.inner.kind_env(caller), &tool.binding, args)
             .await;
         Ok(match outcome {
             ToolOutcome::Ok { data, http } => {
@@ -698,7 +698,7 @@ impl Engine {
         integration: &IntegrationRecord,
         probe: Probe,
     ) -> EngineResult<HealthCheckResult> {
-        let config = mcp::unsealed_config(&self.inner, caller, integration).await?;
+        let config = mcp::unsealed_config(&self.inner.kind_env(caller), integration).await?;
         let target = config.target_with(&probe.rendered);
         Ok(match self.inner.mcp.discover(&target).await {
             Ok(found) => {

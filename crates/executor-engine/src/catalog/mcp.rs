@@ -1,6 +1,9 @@
 //! Adding and configuring mcp integrations: the catalog writes of the kind whose protocol
 //! `kinds::mcp` speaks.
 
+use std::sync::{Arc, Weak};
+
+use crate::Inner;
 use crate::caller::Caller;
 use crate::catalog::{ConnectionInput, CredentialOrigin};
 use crate::credentials::oauth::ORIGIN_DCR;
@@ -158,14 +161,14 @@ impl Engine {
             .unwrap_or_else(|| name.clone());
         // Static headers and query parameters are credentials (`Authorization: Bearer …`,
         // `?api_key=…`): sealed like a connection's, shown masked.
-        seal_static_values(&self.inner, caller, &slug, &mut config).await?;
+        seal_static_values(&self.inner.kind_env(caller), &slug, &mut config).await?;
         if let Err(e) = self
             .insert_new_integration(caller, &slug, PLUGIN_ID, name, Some(description), &config)
             .await
         {
             // Not ours to delete when the slug was taken meanwhile: its values are its own.
             if !matches!(e, EngineError::IntegrationAlreadyExists { .. }) {
-                delete_static_values(&self.inner, caller, &slug, &config, None).await?;
+                delete_static_values(&self.inner.kind_env(caller), &slug, &config, None).await?;
             }
             return Err(e);
         }
@@ -329,7 +332,7 @@ impl Engine {
             let mut fresh = config.clone();
             fresh.headers.retain(|_, v| v != MASKED_VALUE);
             fresh.query_params.retain(|_, v| v != MASKED_VALUE);
-            seal_static_values(&self.inner, caller, &record.slug, &mut fresh).await?;
+            seal_static_values(&self.inner.kind_env(caller), &record.slug, &mut fresh).await?;
             config.headers.extend(fresh.headers);
             config.query_params.extend(fresh.query_params);
             record.config =
@@ -436,7 +439,7 @@ impl Engine {
         let mut record = self.mcp_record(caller, slug).await?;
         let mut config = McpConfig::from_input(config)?;
         let stored = McpConfig::from_value(&record.config);
-        let previous = unsealed_config(&self.inner, caller, &record).await?;
+        let previous = unsealed_config(&self.inner.kind_env(caller), &record).await?;
         if !config.is_stdio() {
             config.split_endpoint_query();
             config.keep_masked(&previous.headers, &previous.query_params)?;
@@ -446,10 +449,10 @@ impl Engine {
         } else {
             self.check_answers(&config).await?;
         }
-        seal_static_values(&self.inner, caller, slug, &mut config).await?;
+        seal_static_values(&self.inner.kind_env(caller), slug, &mut config).await?;
         self.store_mcp_config(caller, &mut record, &config).await?;
         if let Some(stored) = &stored {
-            delete_static_values(&self.inner, caller, slug, stored, Some(&config)).await?;
+            delete_static_values(&self.inner.kind_env(caller), slug, stored, Some(&config)).await?;
         }
         // Sessions dialled under the old config (another endpoint, command or headers) must not
         // serve another call, and cached connections must be resolved again.
@@ -534,4 +537,21 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Marks a connection's catalog stale when its server says its tool list changed.
+pub(crate) fn watch_list_changed(inner: &Arc<Inner>) {
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    inner.mcp.on_list_changed(Arc::new(move |label: &str| {
+        let Some(inner) = weak.upgrade() else { return };
+        let Some((scope, key)) = parse_session_label(label) else {
+            return;
+        };
+        let io = inner.io.clone();
+        io.spawn(async move {
+            if let Err(e) = inner.store.mark_stale(&scope, &key).await {
+                tracing::warn!(error = %e, "could not mark a catalog stale");
+            }
+        });
+    }));
 }

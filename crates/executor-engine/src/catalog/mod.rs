@@ -3,17 +3,18 @@
 mod graphql;
 pub(crate) mod health;
 mod mcp;
+
+pub(crate) use mcp::watch_list_changed;
 mod openapi;
+
+pub use openapi::OpenApiPreview;
 pub(crate) mod tool_cache;
 
 use std::collections::BTreeMap;
 
 use executor_core::auth::AuthMethod;
 use executor_core::schema_ts::{ToolTypes, render_tool_types};
-use executor_core::{
-    CONNECTION_NAME_RULE, MAX_CONNECTION_NAME_CHARS, Owner, ToolAddress, normalize_connection_name,
-    now_ms,
-};
+use executor_core::{Owner, ToolAddress, now_ms};
 use executor_store::{ConnectionKey, ConnectionRecord, IntegrationRecord, ToolFilter, ToolSummary};
 use serde_json::Value;
 
@@ -23,6 +24,10 @@ use crate::error::{EngineError, EngineResult};
 use crate::kinds::Kind;
 
 /// Slug of the static built-in integration, always listed first.
+use crate::credentials::providers::item_ids;
+use crate::error::connection_not_found;
+use crate::kinds::mcp::parse_session_label;
+pub(crate) use crate::names::{connection_name, connection_path};
 use crate::static_tool::BUILTIN_INTEGRATION;
 
 /// An integration as the catalog presents it.
@@ -54,12 +59,7 @@ impl IntegrationView {
 
     pub(crate) fn from_record(record: &IntegrationRecord) -> Self {
         let description = record.description.clone().unwrap_or_default();
-        let name = record
-            .name
-            .clone()
-            .filter(|n| !n.is_empty())
-            .or_else(|| Some(description.clone()).filter(|d| !d.is_empty()))
-            .unwrap_or_else(|| record.slug.clone());
+        let name = crate::kinds::display_name(record);
         let (auth_methods, display_url) = match Kind::of(&record.plugin_id) {
             Some(kind) => (
                 kind.auth_methods(&record.config),
@@ -249,17 +249,6 @@ pub(crate) fn check_integration_text(
     check_text("description", description, MAX_DESCRIPTION_CHARS)
 }
 
-/// The stored name of a connection: normalised (spec §1.4), bounded, never empty.
-pub(crate) fn connection_name(raw: &str) -> EngineResult<String> {
-    let invalid = |message: String| EngineError::InvalidConnectionInput { message };
-    if raw.chars().count() > MAX_CONNECTION_NAME_CHARS {
-        return Err(invalid(format!(
-            "A connection name has at most {MAX_CONNECTION_NAME_CHARS} characters."
-        )));
-    }
-    normalize_connection_name(raw).ok_or_else(|| invalid(CONNECTION_NAME_RULE.to_owned()))
-}
-
 impl Engine {
     /// Closes the downstream sessions of the tenant's connections of an integration, every
     /// subject's: a removed or reconfigured integration's sessions must not serve another call.
@@ -386,7 +375,7 @@ impl Engine {
             self.delete_owned_items(caller, connection).await?;
         }
         if record.plugin_id == crate::kinds::mcp::PLUGIN_ID {
-            crate::kinds::mcp::forget_static_values(&self.inner, caller, &record).await?;
+            crate::kinds::mcp::forget_static_values(&self.inner.kind_env(caller), &record).await?;
         }
         self.close_integration_sessions(caller, slug).await;
         self.catalog_changed();
@@ -714,7 +703,10 @@ impl Engine {
         background: bool,
     ) -> EngineResult<()> {
         let produced = match Kind::of(&integration.plugin_id) {
-            Some(kind) => kind.produce(&self.inner, caller, integration, key).await,
+            Some(kind) => {
+                kind.produce(&self.inner.kind_env(caller), integration, key)
+                    .await
+            }
             None => Err(format!(
                 "no integration kind {:?} in this build",
                 integration.plugin_id
@@ -996,73 +988,6 @@ pub(crate) struct Freshness {
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// How messages and logs name a connection: `<integration>/<owner>/<name>`.
-pub(crate) fn connection_path(key: &ConnectionKey) -> String {
-    format!("{}/{}/{}", key.integration, key.owner, key.name)
-}
-
-/// Pool label of a connection's downstream sessions for one caller's scope:
-/// `<tenant>/<subject>/<integration>/<owner>/<name>`, tenant and subject percent-encoded. The
-/// scope is part of it so that no session (and no state a stateful server keeps in it) passes
-/// from one tenant or user to another, even for an org connection with the same credentials.
-pub(crate) fn session_label(scope: &executor_store::Scope, key: &ConnectionKey) -> String {
-    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-    let subject = scope.subject.as_deref().unwrap_or("");
-    format!(
-        "{}/{}/{}/{}/{}",
-        utf8_percent_encode(&scope.tenant, NON_ALPHANUMERIC),
-        utf8_percent_encode(subject, NON_ALPHANUMERIC),
-        key.integration,
-        key.owner,
-        key.name
-    )
-}
-
-/// The scope and connection of a [`session_label`].
-pub(crate) fn parse_session_label(label: &str) -> Option<(executor_store::Scope, ConnectionKey)> {
-    let mut parts = label.splitn(5, '/');
-    let decode = |s: &str| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8()
-            .ok()
-            .map(|s| s.into_owned())
-    };
-    let tenant = decode(parts.next()?)?;
-    let subject = decode(parts.next()?)?;
-    let integration = parts.next()?.to_owned();
-    let owner = parts.next()?.parse().ok()?;
-    let name = parts.next()?.to_owned();
-    let scope = executor_store::Scope::new(tenant, (!subject.is_empty()).then_some(subject));
-    Some((
-        scope,
-        ConnectionKey {
-            owner,
-            integration,
-            name,
-        },
-    ))
-}
-
-pub(crate) fn connection_not_found(key: &ConnectionKey) -> EngineError {
-    EngineError::ConnectionNotFound {
-        owner: key.owner,
-        integration: key.integration.clone(),
-        name: key.name.clone(),
-    }
-}
-
-/// `{variable: itemId}` of a stored connection.
-pub(crate) fn item_ids(value: &Value) -> BTreeMap<String, String> {
-    value
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl Engine {

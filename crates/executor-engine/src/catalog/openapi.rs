@@ -13,6 +13,16 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+/// What `preview_openapi` found.
+#[derive(Debug, Clone)]
+pub struct OpenApiPreview {
+    pub preview: executor_openapi::Preview,
+    /// Operations that would not become tools.
+    pub skipped: Vec<executor_openapi::ExtractionFailure>,
+    /// The best probes for health checks (at most 20), best first.
+    pub health_check_candidates: Vec<super::health::HealthCheckCandidate>,
+}
+
 impl Engine {
     /// Fetches (or takes) spec text; parse errors say why, nothing is stored.
     async fn openapi_spec_text(
@@ -377,7 +387,7 @@ impl Engine {
         let (_, extraction) =
             Self::compile_openapi(text.clone(), overrides.clone(), spec_url.clone()).await?;
         require_tools(&extraction)?;
-        let before: BTreeSet<String> = match compiled(&self.inner, caller, &old).await {
+        let before: BTreeSet<String> = match compiled(&self.inner.kind_env(caller), &old).await {
             Ok(e) => e.tools.iter().map(|t| t.name.clone()).collect(),
             Err(e) => {
                 tracing::warn!(integration = %slug, error = %e, "the previous spec no longer compiles");

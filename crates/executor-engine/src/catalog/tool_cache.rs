@@ -77,8 +77,7 @@ pub(crate) async fn get(
     Ok(Some(tool))
 }
 
-/// The annotation listing a tool's earlier names.
-pub(crate) const ALIASES: &str = "aliases";
+use crate::kinds::ALIASES;
 
 /// The tool of `address`'s connection that used to be called `address.tool`: a kind that renames
 /// its tools (OpenAPI names dropped a repeated group in issue #18) lists the old names in the

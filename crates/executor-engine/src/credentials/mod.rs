@@ -4,25 +4,15 @@
 pub(crate) mod oauth;
 pub(crate) mod providers;
 
-use std::collections::BTreeMap;
-
 use executor_core::ToolError;
 use executor_core::auth::{AuthMethod, Rendered, render, select_method};
-use executor_store::{ConnectionKey, ConnectionRecord};
+use executor_store::ConnectionKey;
 
 use crate::Inner;
 use crate::caller::Caller;
-use crate::catalog::connection_path;
 use crate::error::EngineResult;
-
-/// What a connection brings to a request.
-pub(crate) struct Credentials {
-    pub(crate) connection: ConnectionRecord,
-    /// `{variable: value}` as stored (never logged).
-    pub(crate) values: BTreeMap<String, String>,
-    /// Rendered by the selected method; empty when the integration declares no usable method.
-    pub(crate) rendered: Rendered,
-}
+use crate::kinds::{CredentialSource, Credentials};
+use crate::names::connection_path;
 
 /// Reads the connection and its values. `Ok(Err(_))` is a tool-level failure the agent sees
 /// (`connection_value_missing`), `Err(_)` an engine failure (the connection vanished, the store
@@ -37,7 +27,7 @@ pub(crate) async fn resolve(
         .store
         .get_connection(caller.scope(), key)
         .await?
-        .ok_or_else(|| crate::catalog::connection_not_found(key))?;
+        .ok_or_else(|| crate::error::connection_not_found(key))?;
     let oauth = crate::credentials::oauth::is_oauth(methods, &connection.template);
     if oauth {
         // Refreshes a token about to expire (one refresh per connection in flight).
@@ -138,31 +128,14 @@ fn oauth_missing(key: &ConnectionKey) -> ToolError {
     }))
 }
 
-/// `connection_rejected`: the upstream turned the connection's credentials away (401/403).
-pub(crate) fn rejected(integration: &str, status: u16, what: &str, message: &str) -> ToolError {
-    ToolError::new(
-        "connection_rejected",
-        format!("{what} rejected the connection's credentials ({status}): {message}"),
-    )
-    .with_status(status)
-    .with_retryable(false)
-    .with_details(serde_json::json!({
-        "category": "authentication",
-        "integration": integration,
-        "recovery": "Check the connection with executor.coreTools.connections.list and re-create it with valid credentials.",
-    }))
-}
-
-/// `oauth_scope_insufficient`: the upstream accepted the token but it lacks a scope (HTTP 403
-/// with an RFC 6750 `insufficient_scope` challenge). Authorising again with the same scopes
-/// would not help, so the recovery names no `oauth.start`.
-pub(crate) fn scope_insufficient(integration: &str, message: &str) -> ToolError {
-    ToolError::new("oauth_scope_insufficient", message.to_owned())
-        .with_status(403)
-        .with_retryable(false)
-        .with_details(serde_json::json!({
-            "category": "authentication",
-            "integration": integration,
-            "recovery": "Tell the user the connection's token lacks a scope this tool needs; they can re-create the connection with more scopes (executor.coreTools.connections.createHandoff), then check it with executor.coreTools.connections.list.",
-        }))
+#[async_trait::async_trait]
+impl CredentialSource for Inner {
+    async fn resolve(
+        &self,
+        caller: &Caller,
+        methods: &[AuthMethod],
+        key: &ConnectionKey,
+    ) -> EngineResult<Result<Credentials, Box<ToolError>>> {
+        resolve(self, caller, methods, key).await
+    }
 }

@@ -20,9 +20,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::caller::{Caller, RowsKey};
-use crate::catalog::{IntegrationView, connection_path};
 use crate::credentials::providers::VAULT as DEFAULT_PROVIDER;
 use crate::error::{EngineError, EngineResult};
+use crate::kinds::Kind;
+use crate::names::connection_path;
 use crate::{Engine, Inner};
 
 /// How long an authorization-code session waits for its callback.
@@ -660,7 +661,7 @@ pub(crate) async fn ensure_fresh(
         .get_connection_oauth(caller.scope(), key)
         .await?
     else {
-        return Err(crate::catalog::connection_not_found(key));
+        return Err(crate::error::connection_not_found(key));
     };
     if !due(&oauth) {
         return Ok(Ok(()));
@@ -673,7 +674,7 @@ pub(crate) async fn ensure_fresh(
         .get_connection_oauth(caller.scope(), key)
         .await?
     else {
-        return Err(crate::catalog::connection_not_found(key));
+        return Err(crate::error::connection_not_found(key));
     };
     if !due(&oauth) {
         return Ok(Ok(()));
@@ -1359,7 +1360,7 @@ impl Engine {
                     .to_owned(),
             });
         }
-        let name = crate::catalog::connection_name(&input.name)?;
+        let name = crate::names::connection_name(&input.name)?;
         let mut scopes: Vec<String> = input
             .scopes
             .iter()
@@ -1576,7 +1577,7 @@ impl Engine {
         let mut oauth = self
             .connection_oauth(caller, key)
             .await?
-            .ok_or_else(|| crate::catalog::connection_not_found(key))?;
+            .ok_or_else(|| crate::error::connection_not_found(key))?;
         oauth.expires_at = Some(now_ms());
         self.inner
             .store
@@ -1618,8 +1619,10 @@ impl Engine {
         template: &str,
     ) -> EngineResult<executor_store::IntegrationRecord> {
         let record = self.integration_record(caller, integration).await?;
-        let view = IntegrationView::from_record(&record);
-        match view.auth_methods.iter().find(|m| m.slug() == template) {
+        let methods = Kind::of(&record.plugin_id)
+            .map(|kind| kind.auth_methods(&record.config))
+            .unwrap_or_default();
+        match methods.iter().find(|m| m.slug() == template) {
             Some(AuthMethod::Oauth2 { .. }) => Ok(record),
             _ => Err(oauth_error(
                 "OAuthStartError",

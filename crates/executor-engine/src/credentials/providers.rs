@@ -19,7 +19,6 @@ use executor_store::{ConnectionRecord, Scope, Store};
 
 use crate::caller::{Caller, Principal};
 
-use crate::catalog::item_ids;
 use crate::error::{EngineError, EngineResult};
 
 /// Key of the sealed store provider (the default writable one).
@@ -493,6 +492,18 @@ mod keychain {
             .await
         }
     }
+}
+
+/// `{variable: itemId}` of a stored connection.
+pub(crate) fn item_ids(value: &serde_json::Value) -> BTreeMap<String, String> {
+    value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

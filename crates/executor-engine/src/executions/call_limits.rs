@@ -108,24 +108,6 @@ impl CallLimits {
         }
     }
 
-    /// The outcome of `call`, or `upstream_timeout` when it does not answer within the call
-    /// timeout (dropping it then drops its request).
-    pub(crate) async fn within_timeout(
-        &self,
-        integration: &str,
-        call: impl Future<Output = ToolOutcome>,
-    ) -> HostReply {
-        match tokio::time::timeout(self.config.call_timeout, call).await {
-            Ok(outcome) => HostReply::Resolve(outcome.to_json()),
-            Err(_) => HostReply::Resolve(ToolOutcome::Err(self.timed_out(integration)).to_json()),
-        }
-    }
-
-    /// `upstream_timeout` for a call that did not answer within the call timeout.
-    pub(crate) fn timed_out(&self, integration: &str) -> ToolError {
-        upstream_timeout(integration, self.config.call_timeout)
-    }
-
     /// The reply, or `tool_output_too_large` when its JSON is over the output limit, with the
     /// size of what is returned (a rejection's message length), so the journal need not
     /// measure it again.
@@ -156,21 +138,6 @@ impl CallLimits {
         let refused_bytes = json_size(&refused);
         (HostReply::Resolve(refused), refused_bytes)
     }
-}
-
-pub(crate) fn upstream_timeout(integration: &str, timeout: Duration) -> ToolError {
-    ToolError::new(
-        "upstream_timeout",
-        format!(
-            "{integration} did not answer within {} s (the call timeout).",
-            timeout.as_secs_f64()
-        ),
-    )
-    .with_retryable(true)
-    .with_details(json!({
-        "integration": integration,
-        "timeoutMs": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-    }))
 }
 
 /// Length of `value` as compact JSON, counted without building the text.

@@ -18,7 +18,7 @@ use crate::caller::Caller;
 use crate::error::internal_tool_error;
 use crate::executions::journal::{Journal, PauseSink};
 use crate::executions::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
-use crate::kinds::{Connected, Kind};
+use crate::kinds::{CallContext, Connected, Kind};
 
 /// Arguments shown in an approval are cut to this many characters.
 const APPROVAL_ARGS_PREVIEW: usize = 4_000;
@@ -89,6 +89,16 @@ impl ExecutionCtx {
                 Err(still_shared) => drop(still_shared),
             }
         }
+    }
+}
+
+impl CallContext for ExecutionCtx {
+    fn mcp_scope(&self) -> Option<Arc<ExecutionScope>> {
+        ExecutionCtx::mcp_scope(self)
+    }
+
+    fn elicitor(&self, address: &ToolAddress, args: &Value) -> Arc<dyn executor_mcp::Elicitor> {
+        super::elicitation::for_call(self, address, args)
     }
 }
 
@@ -220,7 +230,10 @@ pub(crate) async fn dispatch(
     };
     let connected = &target.connected;
     // Before the gate: a call that must fail is not worth a person's approval.
-    if let Err(e) = connected.validate(caller, &inner, &tool, &args).await {
+    if let Err(e) = connected
+        .validate(&inner.kind_env(caller), &tool, &args)
+        .await
+    {
         return HostReply::Resolve(ToolOutcome::Err(*e).to_json());
     }
     let policy_id = address.path();
@@ -237,11 +250,18 @@ pub(crate) async fn dispatch(
         return reply;
     }
     if !target.oauth {
-        return connected.invoke(&inner, &ctx, &address, &tool, args).await;
+        return invoke(&inner, caller, &ctx, connected, &address, &tool, args).await;
     }
-    let reply = connected
-        .invoke(&inner, &ctx, &address, &tool, args.clone())
-        .await;
+    let reply = invoke(
+        &inner,
+        caller,
+        &ctx,
+        connected,
+        &address,
+        &tool,
+        args.clone(),
+    )
+    .await;
     if !refused_as_unauthenticated(&reply) {
         return reply;
     }
@@ -259,16 +279,46 @@ pub(crate) async fn dispatch(
             forget_target(&ctx, &key, &target);
             match connect(&inner, caller, &ctx, &key, &tool.plugin_id).await {
                 Ok(Ok(fresh)) => {
-                    fresh
-                        .connected
-                        .invoke(&inner, &ctx, &address, &tool, args)
-                        .await
+                    invoke(
+                        &inner,
+                        caller,
+                        &ctx,
+                        &fresh.connected,
+                        &address,
+                        &tool,
+                        args,
+                    )
+                    .await
                 }
                 Ok(Err(tool_error)) => HostReply::Resolve(ToolOutcome::Err(*tool_error).to_json()),
                 Err(cause) => HostReply::Reject(internal_tool_error(&cause)),
             }
         }
     }
+}
+
+/// Calls the tool holding a share of its integration's slots until it answered: an
+/// integration whose calls hang holds at most its own slots.
+async fn invoke(
+    inner: &Inner,
+    caller: &Caller,
+    ctx: &ExecutionCtx,
+    connected: &Connected,
+    address: &ToolAddress,
+    tool: &ToolRecord,
+    args: Value,
+) -> HostReply {
+    let _slot = match inner
+        .call_limits
+        .slot(caller.tenant(), &address.integration)
+        .await
+    {
+        Ok(slot) => slot,
+        Err(busy) => return HostReply::Resolve(ToolOutcome::Err(busy).to_json()),
+    };
+    connected
+        .invoke(&inner.kind_env(caller), ctx, address, tool, args)
+        .await
 }
 
 /// `connection_rejected` with HTTP 401: the upstream refused the credentials themselves (a 403
@@ -327,7 +377,7 @@ async fn connect(
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("integration {} vanished", key.integration))?;
             let connected = kind
-                .connect(inner, caller, &integration, key)
+                .connect(&inner.kind_env(caller), &integration, key)
                 .await
                 .map(|r| r.map(Arc::new))
                 .map_err(|e| e.to_string())?;
@@ -538,7 +588,7 @@ async fn refused_at_sync(
     let tools = inner.store.list_tools(caller.scope(), &filter).await.ok()?;
     tools
         .is_empty()
-        .then(|| crate::credentials::rejected(&key.integration, status, "The upstream", detail))
+        .then(|| crate::kinds::rejected(&key.integration, status, "The upstream", detail))
 }
 
 fn tool_not_found(path: &str, suggestions: Vec<String>) -> ToolOutcome {

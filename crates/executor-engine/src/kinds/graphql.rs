@@ -18,9 +18,8 @@ use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Inner;
-use crate::caller::Caller;
 use crate::error::{EngineError, EngineResult};
+use crate::kinds::KindEnv;
 use crate::kinds::{Produced, binding};
 
 pub(crate) const PLUGIN_ID: &str = "graphql";
@@ -75,42 +74,39 @@ pub(crate) fn display_url(config: &Value) -> Option<String> {
 
 /// The schema snapshot named by `hash`, parsed once per process.
 pub(crate) async fn load_schema(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     hash: &str,
 ) -> Result<Arc<executor_graphql::Schema>, String> {
-    if let Some(schema) = inner.documents.graphql_schema(hash) {
+    if let Some(schema) = env.documents.graphql_schema(hash) {
         return Ok(schema);
     }
-    let bytes = inner
+    let bytes = env
         .store
-        .get_blob(caller.scope(), hash)
+        .get_blob(env.caller.scope(), hash)
         .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("the stored GraphQL schema {hash} is missing"))?;
     let json: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
     let schema = Arc::new(executor_graphql::from_json(&json).map_err(|e| e.to_string())?);
-    inner.documents.put_graphql_schema(hash, schema.clone());
+    env.documents.put_graphql_schema(hash, schema.clone());
     Ok(schema)
 }
 
 /// Stores a schema snapshot and returns its hash.
 pub(crate) async fn store_schema(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     schema: &executor_graphql::Schema,
 ) -> EngineResult<String> {
     let bytes = serde_json::to_vec(&executor_graphql::to_json(schema))
         .map_err(|e| EngineError::Internal(e.to_string()))?;
-    Ok(inner.store.put_blob(caller.scope(), &bytes).await?)
+    Ok(env.store.put_blob(env.caller.scope(), &bytes).await?)
 }
 
 /// The integration's schema for producing a connection's tools: the snapshot, unless there is
 /// none or `reintrospect` asks for a fresh one (never for a supplied snapshot); then an
 /// introspection with the connection's credentials, stored as the snapshot.
 pub(crate) async fn schema_for(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     integration: &IntegrationRecord,
     config: &GraphqlConfig,
     key: &ConnectionKey,
@@ -119,28 +115,28 @@ pub(crate) async fn schema_for(
     if let Some(hash) = &config.schema_hash
         && (config.schema_supplied || !reintrospect)
     {
-        return load_schema(inner, caller, hash).await;
+        return load_schema(env, hash).await;
     }
-    let connected = match connect_with(inner, caller, config, key).await {
+    let connected = match connect_with(env, config, key).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => return Err(e.message),
         Err(e) => return Err(e.to_string()),
     };
     let schema = executor_graphql::introspect(
-        inner.http(),
+        env.http,
         &config.endpoint,
         &connected.headers,
         &connected.query,
     )
     .await
     .map_err(|e| e.to_string())?;
-    let hash = store_schema(inner, caller, &schema)
+    let hash = store_schema(env, &schema)
         .await
         .map_err(|e| e.to_string())?;
     let schema = Arc::new(schema);
-    inner.documents.put_graphql_schema(&hash, schema.clone());
+    env.documents.put_graphql_schema(&hash, schema.clone());
     if config.schema_hash.as_deref() != Some(hash.as_str()) {
-        record_snapshot(inner, caller, &integration.slug, &hash)
+        record_snapshot(env, &integration.slug, &hash)
             .await
             .map_err(|e| e.to_string())?;
     }
@@ -150,13 +146,8 @@ pub(crate) async fn schema_for(
 /// Points the integration at a new snapshot. Re-reads the row first so that a config change
 /// made meanwhile (auth methods) is kept; `config_revised_at` does not move (the tools of other
 /// connections are not stale because of it).
-pub(crate) async fn record_snapshot(
-    inner: &Inner,
-    caller: &Caller,
-    slug: &str,
-    hash: &str,
-) -> EngineResult<()> {
-    let Some(mut record) = inner.store.get_integration(caller.scope(), slug).await? else {
+pub(crate) async fn record_snapshot(env: &KindEnv<'_>, slug: &str, hash: &str) -> EngineResult<()> {
+    let Some(mut record) = env.store.get_integration(env.caller.scope(), slug).await? else {
         return Ok(());
     };
     let mut config = GraphqlConfig::from_record(&record)?;
@@ -166,45 +157,43 @@ pub(crate) async fn record_snapshot(
     let previous = config.schema_hash.replace(hash.to_owned());
     record.config =
         serde_json::to_value(&config).map_err(|e| EngineError::Internal(e.to_string()))?;
-    inner
-        .store
-        .upsert_integration(caller.scope(), &record)
+    env.store
+        .upsert_integration(env.caller.scope(), &record)
         .await?;
     if let Some(previous) = previous.filter(|p| p != hash) {
-        release_blob(inner, caller, &previous).await?;
+        release_blob(env, &previous).await?;
     }
     Ok(())
 }
 
 /// Deletes a snapshot blob that no integration's config names any more.
-pub(crate) async fn release_blob(inner: &Inner, caller: &Caller, hash: &str) -> EngineResult<()> {
-    let integrations = inner.store.list_integrations(caller.scope()).await?;
+pub(crate) async fn release_blob(env: &KindEnv<'_>, hash: &str) -> EngineResult<()> {
+    let integrations = env.store.list_integrations(env.caller.scope()).await?;
     let used = integrations
         .iter()
         .any(|i| i.config.to_string().contains(hash));
     if !used {
-        inner.store.delete_blob(caller.scope(), hash).await?;
+        env.store.delete_blob(env.caller.scope(), hash).await?;
     }
     Ok(())
 }
 
 /// Every query and mutation field becomes a tool of the connection.
 pub(crate) async fn produce_tools(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> Result<Produced, String> {
     let config = GraphqlConfig::from_record(integration).map_err(|e| e.to_string())?;
     // A connection synced before asks again (a refresh, or the integration's config changed);
     // a new one takes the snapshot when there is one.
-    let synced_before = inner
+    let synced_before = env
         .store
-        .get_connection(caller.scope(), key)
+        .get_connection(env.caller.scope(), key)
         .await
         .map_err(|e| e.to_string())?
         .is_some_and(|c| c.tools_synced_at.is_some());
-    let schema = schema_for(inner, caller, integration, &config, key, synced_before).await?;
+    let schema = schema_for(env, integration, &config, key, synced_before).await?;
     let (tools, definitions) = executor_graphql::extract(&schema);
     let tools = tools
         .into_iter()
@@ -236,18 +225,18 @@ pub(crate) struct Connected {
 }
 
 pub(crate) async fn connect_with(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     config: &GraphqlConfig,
     key: &ConnectionKey,
 ) -> EngineResult<Result<Connected, Box<ToolError>>> {
-    let credentials =
-        match crate::credentials::resolve(inner, caller, &config.authentication_template, key)
-            .await?
-        {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        };
+    let credentials = match env
+        .credentials
+        .resolve(env.caller, &config.authentication_template, key)
+        .await?
+    {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(e)),
+    };
     let mut headers = config.headers.clone();
     headers.extend(credentials.rendered.headers);
     let mut query = config.query_params.clone();
@@ -261,19 +250,18 @@ pub(crate) async fn connect_with(
 }
 
 pub(crate) async fn connect(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> EngineResult<Result<Connected, Box<ToolError>>> {
     let config = GraphqlConfig::from_record(integration)?;
-    let mut connected = match connect_with(inner, caller, &config, key).await? {
+    let mut connected = match connect_with(env, &config, key).await? {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
     };
     if let Some(hash) = &config.schema_hash {
         // Without the snapshot `select` is still checked for syntax, just not against types.
-        connected.schema = load_schema(inner, caller, hash)
+        connected.schema = load_schema(env, hash)
             .await
             .inspect_err(|e| tracing::warn!(error = %e, "GraphQL schema snapshot unreadable"))
             .ok();
@@ -292,7 +280,7 @@ impl Connected {
 
     pub(crate) async fn invoke(
         &self,
-        inner: &Inner,
+        env: &KindEnv<'_>,
         tool: &ToolRecord,
         args: Value,
     ) -> ToolOutcome {
@@ -301,7 +289,7 @@ impl Connected {
             Err(e) => return ToolOutcome::Err(*e),
         };
         executor_graphql::invoke_with_schema(
-            inner.http(),
+            env.http,
             &self.endpoint,
             self.schema.as_deref(),
             binding,
@@ -455,7 +443,7 @@ impl GraphqlConfig {
     pub(crate) fn view(&self, record: &IntegrationRecord) -> GraphqlConfigView {
         GraphqlConfigView {
             endpoint: self.endpoint.clone(),
-            name: crate::IntegrationView::from_record(record).name,
+            name: super::display_name(record),
             headers: self.headers.clone(),
             query_params: self.query_params.clone(),
             authentication_template: self.authentication_template.clone(),

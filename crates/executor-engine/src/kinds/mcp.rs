@@ -2,7 +2,6 @@
 //! server's catalog, and invoking them on the execution's downstream session.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Weak};
 
 use executor_core::auth::{
     AuthMethod, AuthMethodInput, Carrier, Rendered, assign_auth_slugs, parse_auth_method_input,
@@ -14,13 +13,10 @@ use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Inner;
-use crate::caller::Caller;
-use crate::catalog::session_label;
 use crate::error::internal_tool_error;
 use crate::error::{EngineError, EngineResult};
-use crate::executions::dispatch::ExecutionCtx;
 use crate::kinds::Produced;
+use crate::kinds::{CallContext, KindEnv};
 
 pub(crate) const PLUGIN_ID: &str = "mcp";
 
@@ -167,8 +163,7 @@ impl McpConfig {
 
 /// The stored config of an MCP integration with its static values read back from the vault.
 pub(crate) async fn unsealed_config(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     integration: &IntegrationRecord,
 ) -> EngineResult<McpConfig> {
     let mut config = McpConfig::from_value(&integration.config).ok_or_else(|| {
@@ -185,9 +180,9 @@ pub(crate) async fn unsealed_config(
             // Anything else is a plaintext value of a row written before they were sealed.
             if value == MASKED_VALUE {
                 let item = static_item(&integration.slug, carrier, name);
-                *value = inner
+                *value = env
                     .store
-                    .get_secret(caller.scope(), &item)
+                    .get_secret(env.caller.scope(), &item)
                     .await?
                     .ok_or_else(|| {
                         EngineError::Internal(format!("the sealed value {item:?} is missing"))
@@ -201,8 +196,7 @@ pub(crate) async fn unsealed_config(
 /// Deletes the sealed static values of `config` (a stored, masked config) whose names `keep`
 /// does not have.
 pub(crate) async fn delete_static_values(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     slug: &str,
     config: &McpConfig,
     keep: Option<&McpConfig>,
@@ -213,9 +207,8 @@ pub(crate) async fn delete_static_values(
     ] {
         for (name, value) in map {
             if value == MASKED_VALUE && !kept.is_some_and(|k| k.contains_key(name)) {
-                inner
-                    .store
-                    .delete_secret(caller.scope(), &static_item(slug, carrier, name))
+                env.store
+                    .delete_secret(env.caller.scope(), &static_item(slug, carrier, name))
                     .await?;
             }
         }
@@ -226,8 +219,7 @@ pub(crate) async fn delete_static_values(
 /// Seals every static header and query value of `config` in the vault and leaves
 /// [`MASKED_VALUE`] in its place.
 pub(crate) async fn seal_static_values(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     slug: &str,
     config: &mut McpConfig,
 ) -> EngineResult<()> {
@@ -236,9 +228,8 @@ pub(crate) async fn seal_static_values(
         ("query", &mut config.query_params),
     ] {
         for (name, value) in map.iter_mut() {
-            inner
-                .store
-                .put_secret(caller.scope(), &static_item(slug, carrier, name), value)
+            env.store
+                .put_secret(env.caller.scope(), &static_item(slug, carrier, name), value)
                 .await?;
             *value = MASKED_VALUE.to_owned();
         }
@@ -248,12 +239,11 @@ pub(crate) async fn seal_static_values(
 
 /// Deletes the sealed static values of a removed MCP integration.
 pub(crate) async fn forget_static_values(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     integration: &IntegrationRecord,
 ) -> EngineResult<()> {
     match McpConfig::from_value(&integration.config) {
-        Some(config) => delete_static_values(inner, caller, &integration.slug, &config, None).await,
+        Some(config) => delete_static_values(env, &integration.slug, &config, None).await,
         None => Ok(()),
     }
 }
@@ -628,25 +618,25 @@ pub(crate) struct ResolvedTarget {
 
 /// Builds the target for a connection. `Err(ToolError)` when its credentials are incomplete.
 pub(crate) async fn resolve_target(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> EngineResult<Result<ResolvedTarget, Box<ToolError>>> {
-    let config = unsealed_config(inner, caller, integration).await?;
-    let credentials =
-        match crate::credentials::resolve(inner, caller, &config.authentication_template, key)
-            .await?
-        {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        };
+    let config = unsealed_config(env, integration).await?;
+    let credentials = match env
+        .credentials
+        .resolve(env.caller, &config.authentication_template, key)
+        .await?
+    {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(e)),
+    };
     let target = config.target_with(&credentials.rendered);
     let session = SessionKey::for_target(
         &target,
         &credentials.connection.template,
         &credentials.values,
-        session_label(caller.scope(), key),
+        session_label(env.caller.scope(), key),
     );
     Ok(Ok(ResolvedTarget {
         target,
@@ -668,17 +658,16 @@ pub(crate) fn display_url(config: &Value) -> Option<String> {
 
 /// Lists the server's tools with the connection's credentials.
 pub(crate) async fn produce_tools(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> Result<Produced, String> {
-    let resolved = match resolve_target(inner, caller, integration, key).await {
+    let resolved = match resolve_target(env, integration, key).await {
         Ok(Ok(r)) => r,
         Ok(Err(tool_error)) => return Err(tool_error.message),
         Err(e) => return Err(e.to_string()),
     };
-    let discovery = inner
+    let discovery = env
         .mcp
         .discover(&resolved.target)
         .await
@@ -705,27 +694,10 @@ pub(crate) async fn produce_tools(
     })
 }
 
-/// Marks a connection's catalog stale when its server says its tool list changed.
-pub(crate) fn watch_list_changed(inner: &Arc<Inner>) {
-    let weak: Weak<Inner> = Arc::downgrade(inner);
-    inner.mcp.on_list_changed(Arc::new(move |label: &str| {
-        let Some(inner) = weak.upgrade() else { return };
-        let Some((scope, key)) = crate::catalog::parse_session_label(label) else {
-            return;
-        };
-        let io = inner.io.clone();
-        io.spawn(async move {
-            if let Err(e) = inner.store.mark_stale(&scope, &key).await {
-                tracing::warn!(error = %e, "could not mark a catalog stale");
-            }
-        });
-    }));
-}
-
 /// Calls one MCP tool on the execution's session for its connection.
 pub(crate) async fn call(
-    inner: &Arc<Inner>,
-    ctx: &ExecutionCtx,
+    env: &KindEnv<'_>,
+    ctx: &dyn CallContext,
     resolved: &ResolvedTarget,
     address: &ToolAddress,
     tool: &ToolRecord,
@@ -742,7 +714,7 @@ pub(crate) async fn call(
         .unwrap_or(&tool.name)
         .to_owned();
     // The server's elicitations during this call pause the execution like an approval.
-    let elicitor = crate::executions::elicitation::for_call(ctx, address, &args);
+    let elicitor = ctx.elicitor(address, &args);
     let arguments = match args {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
@@ -758,9 +730,10 @@ pub(crate) async fn call(
         .await;
     let outcome = match result {
         Ok(result) => executor_mcp::call_result_to_outcome(&tool.name, result),
-        Err(McpError::Timeout { stage: "call" }) => {
-            ToolOutcome::Err(inner.call_limits.timed_out(&address.integration))
-        }
+        Err(McpError::Timeout { stage: "call" }) => ToolOutcome::Err(super::upstream_timeout(
+            &address.integration,
+            env.call_timeout,
+        )),
         Err(e) => match call_error_outcome(&tool.name, &address.integration, &e) {
             Some(outcome) => outcome,
             None => return HostReply::Reject(internal_tool_error(&e.to_string())),
@@ -775,11 +748,7 @@ pub(crate) async fn call(
             address.integration.clone(),
             address.connection.clone(),
         );
-        if let Err(e) = inner
-            .store
-            .mark_stale(ctx.journal.caller.scope(), &key)
-            .await
-        {
+        if let Err(e) = env.store.mark_stale(env.caller.scope(), &key).await {
             tracing::warn!(error = %e, "could not mark a catalog stale");
         }
     }
@@ -798,7 +767,7 @@ pub(crate) fn call_error_outcome(
 ) -> Option<ToolOutcome> {
     match e {
         McpError::InsufficientScope { message, .. } => Some(ToolOutcome::Err(
-            crate::credentials::scope_insufficient(integration, message),
+            super::scope_insufficient(integration, message),
         )),
         McpError::Connect {
             http_status: Some(status @ (401 | 403)),
@@ -808,7 +777,7 @@ pub(crate) fn call_error_outcome(
         | McpError::Call {
             http_status: Some(status @ (401 | 403)),
             message,
-        } => Some(ToolOutcome::Err(crate::credentials::rejected(
+        } => Some(ToolOutcome::Err(super::rejected(
             integration,
             *status,
             "The MCP server",
@@ -844,4 +813,46 @@ pub(crate) fn call_error_outcome(
         }
         _ => None,
     }
+}
+
+/// Pool label of a connection's downstream sessions for one caller's scope:
+/// `<tenant>/<subject>/<integration>/<owner>/<name>`, tenant and subject percent-encoded. The
+/// scope is part of it so that no session (and no state a stateful server keeps in it) passes
+/// from one tenant or user to another, even for an org connection with the same credentials.
+pub(crate) fn session_label(scope: &executor_store::Scope, key: &ConnectionKey) -> String {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    let subject = scope.subject.as_deref().unwrap_or("");
+    format!(
+        "{}/{}/{}/{}/{}",
+        utf8_percent_encode(&scope.tenant, NON_ALPHANUMERIC),
+        utf8_percent_encode(subject, NON_ALPHANUMERIC),
+        key.integration,
+        key.owner,
+        key.name
+    )
+}
+
+/// The scope and connection of a [`session_label`].
+pub(crate) fn parse_session_label(label: &str) -> Option<(executor_store::Scope, ConnectionKey)> {
+    let mut parts = label.splitn(5, '/');
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .ok()
+            .map(|s| s.into_owned())
+    };
+    let tenant = decode(parts.next()?)?;
+    let subject = decode(parts.next()?)?;
+    let integration = parts.next()?.to_owned();
+    let owner = parts.next()?.parse().ok()?;
+    let name = parts.next()?.to_owned();
+    let scope = executor_store::Scope::new(tenant, (!subject.is_empty()).then_some(subject));
+    Some((
+        scope,
+        ConnectionKey {
+            owner,
+            integration,
+            name,
+        },
+    ))
 }

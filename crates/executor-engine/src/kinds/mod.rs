@@ -4,23 +4,119 @@
 //! The set is closed and known at compile time, so this is an enum matched in one place rather
 //! than trait objects: adding a kind is a variant here and a module of its own.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use executor_core::auth::AuthMethod;
+use executor_core::auth::{AuthMethod, Rendered};
 use executor_core::{ToolAddress, ToolError, ToolOutcome};
 use executor_sandbox::HostReply;
-use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
-use serde_json::{Map, Value};
+use executor_store::{ConnectionKey, ConnectionRecord, IntegrationRecord, Store, ToolRecord};
+use serde_json::{Map, Value, json};
 
-use crate::Inner;
 use crate::caller::Caller;
 use crate::error::EngineResult;
-use crate::executions::dispatch::ExecutionCtx;
 
 pub(crate) mod graphql;
 pub(crate) mod mcp;
 pub(crate) mod openapi;
+
+/// The annotation listing a tool's earlier names (a kind that renames its tools keeps agent code
+/// written against the old ones working: the catalog resolves them on a miss).
+pub(crate) const ALIASES: &str = "aliases";
+
+/// What a kind may use of the engine, and nothing else: the caller whose rows it reads, the
+/// store (its documents, the tools' shared definitions), the upstream clients, its own caches,
+/// the call limits it must honour, and credentials resolved at call time.
+pub(crate) struct KindEnv<'a> {
+    pub(crate) caller: &'a Caller,
+    pub(crate) store: &'a dyn Store,
+    pub(crate) http: &'a reqwest::Client,
+    pub(crate) mcp: &'a executor_mcp::McpClient,
+    pub(crate) documents: &'a Documents,
+    pub(crate) openapi_validators: &'a openapi::Validators,
+    /// The catalog generation now: cached checks of an older one are stale.
+    pub(crate) generation: u64,
+    pub(crate) credentials: &'a dyn CredentialSource,
+    /// Each call's budget, and the most bytes of an answer worth reading.
+    pub(crate) call_timeout: Duration,
+    pub(crate) max_output_bytes: usize,
+}
+
+/// Where a kind gets a connection's credentials at call time.
+#[async_trait::async_trait]
+pub(crate) trait CredentialSource: Send + Sync {
+    /// Reads the connection and its values. `Ok(Err(_))` is a tool-level failure the agent
+    /// sees (`connection_value_missing`), `Err(_)` an engine failure.
+    async fn resolve(
+        &self,
+        caller: &Caller,
+        methods: &[AuthMethod],
+        key: &ConnectionKey,
+    ) -> EngineResult<Result<Credentials, Box<ToolError>>>;
+}
+
+/// What one execution lends a call: its downstream MCP sessions, and someone to ask when the
+/// server elicits during the call.
+pub(crate) trait CallContext: Send + Sync {
+    /// `None` once the execution finished.
+    fn mcp_scope(&self) -> Option<Arc<executor_mcp::ExecutionScope>>;
+    /// Answers the elicitations of the server during this call.
+    fn elicitor(&self, address: &ToolAddress, args: &Value) -> Arc<dyn executor_mcp::Elicitor>;
+}
+
+/// What a connection brings to a request.
+pub(crate) struct Credentials {
+    pub(crate) connection: ConnectionRecord,
+    /// `{variable: value}` as stored (never logged).
+    pub(crate) values: BTreeMap<String, String>,
+    /// Rendered by the selected method; empty when the integration declares no usable method.
+    pub(crate) rendered: Rendered,
+}
+
+/// `connection_rejected`: the upstream turned the connection's credentials away (401/403).
+pub(crate) fn rejected(integration: &str, status: u16, what: &str, message: &str) -> ToolError {
+    ToolError::new(
+        "connection_rejected",
+        format!("{what} rejected the connection's credentials ({status}): {message}"),
+    )
+    .with_status(status)
+    .with_retryable(false)
+    .with_details(serde_json::json!({
+        "category": "authentication",
+        "integration": integration,
+        "recovery": "Check the connection with executor.coreTools.connections.list and re-create it with valid credentials.",
+    }))
+}
+
+/// `oauth_scope_insufficient`: the upstream accepted the token but it lacks a scope (HTTP 403
+/// with an RFC 6750 `insufficient_scope` challenge). Authorising again with the same scopes
+/// would not help, so the recovery names no `oauth.start`.
+pub(crate) fn scope_insufficient(integration: &str, message: &str) -> ToolError {
+    ToolError::new("oauth_scope_insufficient", message.to_owned())
+        .with_status(403)
+        .with_retryable(false)
+        .with_details(serde_json::json!({
+            "category": "authentication",
+            "integration": integration,
+            "recovery": "Tell the user the connection's token lacks a scope this tool needs; they can re-create the connection with more scopes (executor.coreTools.connections.createHandoff), then check it with executor.coreTools.connections.list.",
+        }))
+}
+
+pub(crate) fn upstream_timeout(integration: &str, timeout: Duration) -> ToolError {
+    ToolError::new(
+        "upstream_timeout",
+        format!(
+            "{integration} did not answer within {} s (the call timeout).",
+            timeout.as_secs_f64()
+        ),
+    )
+    .with_retryable(true)
+    .with_details(json!({
+        "integration": integration,
+        "timeoutMs": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+    }))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -75,15 +171,14 @@ impl Kind {
     /// "incomplete": the upstream is unreachable, the credentials not ready).
     pub(crate) async fn produce(
         self,
-        inner: &Inner,
-        caller: &Caller,
+        env: &KindEnv<'_>,
         integration: &IntegrationRecord,
         key: &ConnectionKey,
     ) -> Result<Produced, String> {
         match self {
-            Kind::Mcp => mcp::produce_tools(inner, caller, integration, key).await,
-            Kind::OpenApi => openapi::produce_tools(inner, caller, integration, key).await,
-            Kind::Graphql => graphql::produce_tools(inner, caller, integration, key).await,
+            Kind::Mcp => mcp::produce_tools(env, integration, key).await,
+            Kind::OpenApi => openapi::produce_tools(env, integration, key).await,
+            Kind::Graphql => graphql::produce_tools(env, integration, key).await,
         }
     }
 
@@ -92,19 +187,18 @@ impl Kind {
     /// agent sees as a tool result.
     pub(crate) async fn connect(
         self,
-        inner: &Inner,
-        caller: &Caller,
+        env: &KindEnv<'_>,
         integration: &IntegrationRecord,
         key: &ConnectionKey,
     ) -> EngineResult<Result<Connected, Box<ToolError>>> {
         Ok(match self {
-            Kind::Mcp => mcp::resolve_target(inner, caller, integration, key)
+            Kind::Mcp => mcp::resolve_target(env, integration, key)
                 .await?
                 .map(Connected::Mcp),
-            Kind::OpenApi => openapi::connect(inner, caller, integration, key)
+            Kind::OpenApi => openapi::connect(env, integration, key)
                 .await?
                 .map(Connected::OpenApi),
-            Kind::Graphql => graphql::connect(inner, caller, integration, key)
+            Kind::Graphql => graphql::connect(env, integration, key)
                 .await?
                 .map(Connected::Graphql),
         })
@@ -133,49 +227,53 @@ impl Connected {
     /// for approval (spec §4.7). MCP servers validate their own arguments.
     pub(crate) async fn validate(
         &self,
-        caller: &Caller,
-        inner: &Inner,
+        env: &KindEnv<'_>,
         tool: &Arc<ToolRecord>,
         args: &Value,
     ) -> Result<(), Box<ToolError>> {
         match self {
             Connected::Mcp(_) => Ok(()),
-            Connected::OpenApi(_) => openapi::validate(inner, caller, tool, args).await,
+            Connected::OpenApi(_) => openapi::validate(env, tool, args).await,
             Connected::Graphql(c) => c.validate(tool, args),
         }
     }
 
+    /// Calls the tool within the call timeout: the MCP client runs that timer itself (paused
+    /// while a person answers one of the call's elicitations), the HTTP kinds run it here.
     pub(crate) async fn invoke(
         &self,
-        inner: &Arc<Inner>,
-        ctx: &ExecutionCtx,
+        env: &KindEnv<'_>,
+        ctx: &dyn CallContext,
         address: &ToolAddress,
         tool: &ToolRecord,
         args: Value,
     ) -> HostReply {
-        let limits = &inner.call_limits;
         let integration = address.integration.as_str();
-        let _slot = match limits.slot(ctx.journal.caller.tenant(), integration).await {
-            Ok(slot) => slot,
-            Err(busy) => return HostReply::Resolve(ToolOutcome::Err(busy).to_json()),
-        };
-        // `_slot` is held until the call has answered.
-        match self {
-            // The MCP client runs the same timeout, paused while a person answers one of the
-            // call's elicitations.
-            Connected::Mcp(target) => mcp::call(inner, ctx, target, address, tool, args).await,
+        let outcome = match self {
+            Connected::Mcp(target) => {
+                return mcp::call(env, ctx, target, address, tool, args).await;
+            }
             Connected::OpenApi(c) => {
-                limits
-                    .within_timeout(integration, c.invoke(inner, tool, args))
-                    .await
+                tokio::time::timeout(env.call_timeout, c.invoke(env, tool, args)).await
             }
             Connected::Graphql(c) => {
-                limits
-                    .within_timeout(integration, c.invoke(inner, tool, args))
-                    .await
+                tokio::time::timeout(env.call_timeout, c.invoke(env, tool, args)).await
             }
-        }
+        };
+        let outcome = outcome
+            .unwrap_or_else(|_| ToolOutcome::Err(upstream_timeout(integration, env.call_timeout)));
+        HostReply::Resolve(outcome.to_json())
     }
+}
+
+/// How listings name an integration: its name, else its description, else its slug.
+pub(crate) fn display_name(record: &IntegrationRecord) -> String {
+    [record.name.as_deref(), record.description.as_deref()]
+        .into_iter()
+        .flatten()
+        .find(|s| !s.is_empty())
+        .unwrap_or(&record.slug)
+        .to_owned()
 }
 
 /// The stored binding of a tool, or a `binding_error` the agent sees.

@@ -3,7 +3,6 @@
 //! connection's credentials.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use executor_core::auth::{AuthMethod, AuthMethodInput};
@@ -13,9 +12,9 @@ use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::Inner;
-use crate::caller::{Caller, RowsKey};
+use crate::caller::RowsKey;
 use crate::error::{EngineError, EngineResult};
+use crate::kinds::KindEnv;
 use crate::kinds::{Produced, binding};
 
 pub(crate) const PLUGIN_ID: &str = "openapi";
@@ -69,14 +68,10 @@ pub(crate) fn display_url(config: &Value) -> Option<String> {
     config.base_url.or(config.spec_url)
 }
 
-pub(crate) async fn spec_text(
-    inner: &Inner,
-    caller: &Caller,
-    hash: &str,
-) -> Result<String, String> {
-    let bytes = inner
+pub(crate) async fn spec_text(env: &KindEnv<'_>, hash: &str) -> Result<String, String> {
+    let bytes = env
         .store
-        .get_blob(caller.scope(), hash)
+        .get_blob(env.caller.scope(), hash)
         .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("the stored spec {hash} is missing"))?;
@@ -108,8 +103,7 @@ pub(crate) fn compile_key(hash: &str, overrides: Option<&Value>, url: Option<&st
 /// The integration's tools, compiled once per process per (spec, overrides, URL): every
 /// connection of an integration shares one extraction.
 pub(crate) async fn compiled(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     config: &OpenApiConfig,
 ) -> Result<Arc<Extraction>, String> {
     let key = compile_key(
@@ -117,10 +111,10 @@ pub(crate) async fn compiled(
         config.spec_overrides.as_ref(),
         config.spec_url.as_deref(),
     );
-    if let Some(hit) = inner.documents.openapi_extraction(&key) {
+    if let Some(hit) = env.documents.openapi_extraction(&key) {
         return Ok(hit);
     }
-    let text = spec_text(inner, caller, &config.spec_hash).await?;
+    let text = spec_text(env, &config.spec_hash).await?;
     let overrides = config.spec_overrides.clone();
     let url = config.spec_url.clone();
     let extraction = tokio::task::spawn_blocking(move || {
@@ -131,21 +125,19 @@ pub(crate) async fn compiled(
     })
     .await
     .map_err(|e| e.to_string())??;
-    inner
-        .documents
+    env.documents
         .put_openapi_extraction(&key, extraction.clone());
     Ok(extraction)
 }
 
 /// Every operation of the spec becomes a tool of the connection; its binding is stored with it.
 pub(crate) async fn produce_tools(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> Result<Produced, String> {
     let config = OpenApiConfig::from_record(integration).map_err(|e| e.to_string())?;
-    let extraction = compiled(inner, caller, &config).await?;
+    let extraction = compiled(env, &config).await?;
     let tools = extraction
         .tools
         .iter()
@@ -174,7 +166,7 @@ pub(crate) async fn produce_tools(
 /// Old names the tool still answers to (`tool_cache` resolves them on a miss).
 pub(crate) fn with_aliases(mut annotations: Value, aliases: &[String]) -> Value {
     if !aliases.is_empty() {
-        annotations[crate::catalog::tool_cache::ALIASES] = json!(aliases);
+        annotations[super::ALIASES] = json!(aliases);
     }
     annotations
 }
@@ -233,25 +225,24 @@ impl Validators {
 }
 
 pub(crate) async fn definitions(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     key: &ConnectionKey,
 ) -> EngineResult<Arc<Map<String, Value>>> {
-    let generation = inner.catalog_generation.load(Ordering::Acquire);
+    let generation = env.generation;
     {
-        let cached = inner
+        let cached = env
             .openapi_validators
             .definitions
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if cached.0 == generation
-            && let Some(d) = cached.1.get(&(caller.rows_key(), key.clone()))
+            && let Some(d) = cached.1.get(&(env.caller.rows_key(), key.clone()))
         {
             return Ok(d.clone());
         }
     }
-    let defs = Arc::new(inner.store.tool_definitions(caller.scope(), key).await?);
-    let mut cached = inner
+    let defs = Arc::new(env.store.tool_definitions(env.caller.scope(), key).await?);
+    let mut cached = env
         .openapi_validators
         .definitions
         .lock()
@@ -259,7 +250,7 @@ pub(crate) async fn definitions(
     if cached.0 != generation {
         // A write landed meanwhile (the read may be stale: keep it out), or this is the first
         // read of a new generation.
-        if inner.catalog_generation.load(Ordering::Acquire) != generation {
+        if env.generation != generation {
             return Ok(defs);
         }
         *cached = (generation, HashMap::new());
@@ -269,7 +260,7 @@ pub(crate) async fn definitions(
     }
     cached
         .1
-        .insert((caller.rows_key(), key.clone()), defs.clone());
+        .insert((env.caller.rows_key(), key.clone()), defs.clone());
     Ok(defs)
 }
 
@@ -277,8 +268,7 @@ pub(crate) async fn definitions(
 /// gate: a call the API must refuse is refused here, without a request and without asking a
 /// person to approve it.
 pub(crate) async fn validate(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     tool: &Arc<ToolRecord>,
     args: &Value,
 ) -> Result<(), Box<ToolError>> {
@@ -287,11 +277,11 @@ pub(crate) async fn validate(
         tool.integration.clone(),
         tool.connection.clone(),
     );
-    let key = (caller.rows_key(), conn, tool.name.clone());
-    if let Some(v) = inner.openapi_validators.lookup(&key, tool) {
+    let key = (env.caller.rows_key(), conn, tool.name.clone());
+    if let Some(v) = env.openapi_validators.lookup(&key, tool) {
         return v.validate(args).map_err(Box::new);
     }
-    let defs = match definitions(inner, caller, &key.1).await {
+    let defs = match definitions(env, &key.1).await {
         Ok(d) => d,
         Err(e) => {
             // The binding's own checks still apply; the schema check comes back with the store.
@@ -302,7 +292,7 @@ pub(crate) async fn validate(
     let compiled = ArgsValidator::compile(binding(tool)?, tool.input_schema.as_ref(), &defs)
         .map_err(Box::new)?;
     let compiled = Arc::new(compiled);
-    inner.openapi_validators.insert(key, tool, compiled.clone());
+    env.openapi_validators.insert(key, tool, compiled.clone());
     compiled.validate(args).map_err(Box::new)
 }
 
@@ -312,22 +302,22 @@ pub(crate) struct Connected {
 }
 
 pub(crate) async fn connect(
-    inner: &Inner,
-    caller: &Caller,
+    env: &KindEnv<'_>,
     integration: &IntegrationRecord,
     key: &ConnectionKey,
 ) -> EngineResult<Result<Connected, Box<ToolError>>> {
     let config = OpenApiConfig::from_record(integration)?;
-    let credentials =
-        match crate::credentials::resolve(inner, caller, &config.authentication_template, key)
-            .await?
-        {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        };
+    let credentials = match env
+        .credentials
+        .resolve(env.caller, &config.authentication_template, key)
+        .await?
+    {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(e)),
+    };
     let mut connected = connected_with(config, credentials.rendered);
     // A body past the tool output cap could never reach the code: stop reading it there.
-    connected.call.max_body_bytes = inner.call_limits.config.max_output_bytes;
+    connected.call.max_body_bytes = env.max_output_bytes;
     Ok(Ok(connected))
 }
 
@@ -355,19 +345,19 @@ impl Connected {
     /// Calls an operation by its binding (health probes, which have no stored tool row).
     pub(crate) async fn invoke_binding(
         &self,
-        inner: &Inner,
+        env: &KindEnv<'_>,
         binding: &Value,
         args: Value,
     ) -> ToolOutcome {
         if let Err(e) = executor_openapi::validate_args(binding, &args) {
             return ToolOutcome::Err(e);
         }
-        executor_openapi::invoke(inner.http(), binding, args, &self.call).await
+        executor_openapi::invoke(env.http, binding, args, &self.call).await
     }
 
     pub(crate) async fn invoke(
         &self,
-        inner: &Inner,
+        env: &KindEnv<'_>,
         tool: &ToolRecord,
         args: Value,
     ) -> ToolOutcome {
@@ -375,7 +365,7 @@ impl Connected {
             Ok(b) => b,
             Err(e) => return ToolOutcome::Err(*e),
         };
-        executor_openapi::invoke(inner.http(), binding, args, &self.call).await
+        executor_openapi::invoke(env.http, binding, args, &self.call).await
     }
 }
 
@@ -471,16 +461,6 @@ pub struct OpenApiSpecUpdate {
     pub added_tools: Vec<String>,
     pub removed_tools: Vec<String>,
     pub skipped: Vec<ExtractionFailure>,
-}
-
-/// What `preview_openapi` found.
-#[derive(Debug, Clone)]
-pub struct OpenApiPreview {
-    pub preview: executor_openapi::Preview,
-    /// Operations that would not become tools.
-    pub skipped: Vec<ExtractionFailure>,
-    /// The best probes for health checks (at most 20), best first.
-    pub health_check_candidates: Vec<crate::HealthCheckCandidate>,
 }
 
 pub(crate) fn spec_error(e: OpenApiError) -> EngineError {
