@@ -276,11 +276,7 @@ impl Engine {
             documents: kinds::Documents::default(),
             io,
             executions: executions::Registry::default(),
-            admission: executions::Admission::new(
-                config.max_concurrent_executions,
-                config.max_queued_executions,
-                config.queue_wait,
-            ),
+            admission: executions::Admission::new(config.max_queued_executions, config.queue_wait),
             pause_ttl: config.pause_ttl,
             history_retention: config.history_retention,
             history,

@@ -18,7 +18,7 @@ mod runner;
 
 use std::time::Duration;
 
-pub use pool::{JS_THREAD_STACK, Placement, SandboxPool};
+pub use pool::{JS_THREAD_STACK, Placement, SandboxPool, Slot};
 pub use prepare::{PreparedCode, prepare};
 
 /// Resource limits applied to every execution.

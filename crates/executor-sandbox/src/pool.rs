@@ -32,8 +32,13 @@ pub struct SandboxPool {
     /// Executions placed and not yet ended, wherever they run.
     placed: Arc<AtomicUsize>,
     permits: Arc<Semaphore>,
+    max_concurrent: usize,
     spare: Arc<Spare>,
 }
+
+/// One of the pool's running slots, taken before the run: its holder decides how long it waits
+/// for one and how many may wait (the engine's admission). Dropping it frees the slot.
+pub struct Slot(tokio::sync::OwnedSemaphorePermit);
 
 /// The sandbox the next execution takes, made while the pool had nothing else to do.
 ///
@@ -179,6 +184,7 @@ impl SandboxPool {
             shared: None,
             placed: Arc::default(),
             permits: Arc::new(Semaphore::new(max_concurrent.max(1))),
+            max_concurrent: max_concurrent.max(1),
             spare: Arc::default(),
         }
     }
@@ -251,6 +257,21 @@ impl SandboxPool {
         self.run_placed(self.place(), code, host, options).await
     }
 
+    /// A slot now, if one is free.
+    pub fn try_slot(&self) -> Option<Slot> {
+        self.permits.clone().try_acquire_owned().ok().map(Slot)
+    }
+
+    /// Waits for a slot; `None` once the pool is shut down.
+    pub async fn slot(&self) -> Option<Slot> {
+        self.permits.clone().acquire_owned().await.ok().map(Slot)
+    }
+
+    /// How many executions run at once.
+    pub fn slots(&self) -> usize {
+        self.max_concurrent
+    }
+
     /// [`Self::run_with`] where `placement` ([`Self::place`]) says.
     pub async fn run_placed(
         &self,
@@ -259,9 +280,22 @@ impl SandboxPool {
         host: Arc<dyn HostCalls>,
         options: RunOptions,
     ) -> RunOutput {
-        let Ok(permit) = self.permits.clone().acquire_owned().await else {
+        let Some(slot) = self.slot().await else {
             return crate::failed("The sandbox pool is shut down");
         };
+        self.run_in(slot, placement, code, host, options).await
+    }
+
+    /// [`Self::run_placed`] in a slot taken beforehand ([`Self::try_slot`], [`Self::slot`]).
+    pub async fn run_in(
+        &self,
+        slot: Slot,
+        placement: Placement,
+        code: &str,
+        host: Arc<dyn HostCalls>,
+        options: RunOptions,
+    ) -> RunOutput {
+        let permit = slot.0;
         let code = code.to_owned();
         let limits = self.limits.clone();
         let handle = placement

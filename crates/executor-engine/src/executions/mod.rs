@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use executor_core::{Completed, format_completed, now_ms};
-use executor_sandbox::RunOptions;
+use executor_sandbox::{RunOptions, Slot};
 use executor_store::{ExecutionStatus, ExecutionSummary, Scope};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -274,32 +274,28 @@ impl Drop for ResumingGuard<'_> {
 /// for one, each for a bounded time, and the rest are turned away at once
 /// ([`EngineError::Busy`], HTTP 503 with `Retry-After`) rather than queue without end.
 pub(crate) struct Admission {
-    slots: Arc<tokio::sync::Semaphore>,
-    running_limit: usize,
     waiting: std::sync::atomic::AtomicUsize,
     max_waiting: usize,
     max_wait: Duration,
 }
 
 impl Admission {
-    pub(crate) fn new(running: usize, max_waiting: usize, max_wait: Duration) -> Self {
-        let running = running.max(1);
+    pub(crate) fn new(max_waiting: usize, max_wait: Duration) -> Self {
         Self {
-            slots: Arc::new(tokio::sync::Semaphore::new(running)),
-            running_limit: running,
             waiting: std::sync::atomic::AtomicUsize::new(0),
             max_waiting,
             max_wait,
         }
     }
 
-    async fn admit(&self) -> EngineResult<tokio::sync::OwnedSemaphorePermit> {
+    /// A slot of `pool` (its slots are the running limit: no second count of them here).
+    async fn admit(&self, pool: &executor_sandbox::SandboxPool) -> EngineResult<Slot> {
         use std::sync::atomic::Ordering;
-        if let Ok(permit) = self.slots.clone().try_acquire_owned() {
-            return Ok(permit);
+        if let Some(slot) = pool.try_slot() {
+            return Ok(slot);
         }
         let busy = |waiting| EngineError::Busy {
-            running: self.running_limit,
+            running: pool.slots(),
             waiting,
             retry_after_secs: 1,
         };
@@ -314,8 +310,8 @@ impl Admission {
         if waiting >= self.max_waiting {
             return Err(busy(waiting));
         }
-        match tokio::time::timeout(self.max_wait, self.slots.clone().acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(permit),
+        match tokio::time::timeout(self.max_wait, pool.slot()).await {
+            Ok(Some(slot)) => Ok(slot),
             _ => Err(busy(self.waiting.load(Ordering::Acquire).saturating_sub(1))),
         }
     }
@@ -376,7 +372,7 @@ impl Engine {
         auto_approve: bool,
         agent: AgentLink,
     ) -> EngineResult<ExecutionOutcome> {
-        let admitted = self.inner.admission.admit().await?;
+        let admitted = self.inner.admission.admit(&self.inner.sandbox).await?;
         let id = format!("exec_{}", uuid::Uuid::now_v7());
         let journal = Journal::fresh(id, caller.clone(), code, auto_approve);
         let live = self.start_admitted(journal, Some(admitted), agent);
@@ -391,11 +387,12 @@ impl Engine {
         self.start_admitted(journal, None, AgentLink::default())
     }
 
-    /// [`Self::start`], holding `admitted` (an admission slot) until the run ends.
+    /// [`Self::start`] in `admitted`, a slot of the sandbox pool taken at admission (else the
+    /// run waits for one).
     fn start_admitted(
         &self,
         journal: Arc<Journal>,
-        admitted: Option<tokio::sync::OwnedSemaphorePermit>,
+        admitted: Option<Slot>,
         agent: AgentLink,
     ) -> Live {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -426,12 +423,21 @@ impl Engine {
             .map(|scope| Arc::downgrade(&scope))
             .unwrap_or_default();
         let task = self.inner.io.spawn(async move {
-            let _admitted = admitted;
             let journal = task_journal;
-            let output = inner
-                .sandbox
-                .run_placed(placement, &journal.code, host, options)
-                .await;
+            let output = match admitted {
+                Some(slot) => {
+                    inner
+                        .sandbox
+                        .run_in(slot, placement, &journal.code, host, options)
+                        .await
+                }
+                None => {
+                    inner
+                        .sandbox
+                        .run_placed(placement, &journal.code, host, options)
+                        .await
+                }
+            };
             ctx.finish().await;
             let completed = format_completed(journal.finish_output(output));
             // Durable before it is answered when it paused (someone may resume it again);
