@@ -1,5 +1,8 @@
 //! JSON shapes that both the HTTP API and the core tools answer with, built in one place so the
 //! two surfaces cannot drift apart. Never a credential value: item ids stay inside.
+//!
+//! `views.rs`: the JSON shapes the HTTP API and the core tools both answer with (a connection, an
+//! OAuth client, a probe, the OAuth connection projection), so the two surfaces cannot drift apart.
 
 use executor_core::address::connection_address;
 use executor_store::ConnectionRecord;

@@ -5,6 +5,11 @@
 //! Checkers: OpenAPI runs the declared read-only operation with pinned arguments; MCP checks
 //! liveness (connect and list tools); other kinds answer `unknown`. Verdicts: 2xx healthy,
 //! 401/403 expired, anything else degraded. Credential values never appear in a `detail`.
+//!
+//! `health.rs` runs health checks (§1.8): the probe an integration declares (kept in its config
+//! under `healthCheck`), ranked candidates from an OpenAPI spec, the OpenAPI `GET` probe and MCP
+//! liveness, verdicts kept on the connection (`last_health`), credential values scrubbed from
+//! details.
 
 use std::collections::BTreeMap;
 

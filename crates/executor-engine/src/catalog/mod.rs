@@ -1,4 +1,13 @@
 //! Integrations, connections and their tools: the catalog every surface reads.
+//!
+//! `catalog/` holds integrations, connections (create refuses a taken normalised name with
+//! `ConnectionAlreadyExists` unless `replace`; a new row is pending until its tools are produced
+//! and `discard_interrupted_creates`, run by the binary before serving, removes the rest;
+//! credential origins — `value`, `values`, `from` and the core tools' per-variable `inputs`, all
+//! checked by `CredentialOrigin::resolve`: one provider per connection —, tool production on create
+//! and refresh) and tool listing; stale catalogs (marked by a downstream `tools/list_changed`, or
+//! older than 15 minutes for live MCP catalogs, or produced before their integration's last config
+//! revision) are re-listed in the background, concurrently, while reads answer at once.
 
 mod graphql;
 pub(crate) mod health;

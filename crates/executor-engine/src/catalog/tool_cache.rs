@@ -4,6 +4,10 @@
 //! (integrations, connections and their values, policies) moves the generation and empties the
 //! caches. Entries are keyed by the caller's tenant and subject as well: the same address can
 //! name another tenant's tool, or another user's personal connection.
+//!
+//! A tool a kind renamed keeps its old names in its `aliases` annotation; they are resolved
+//! here on a miss. The other caches of the same generation (search index and policy set, also
+//! keyed by the caller's policy source) live with what they serve.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

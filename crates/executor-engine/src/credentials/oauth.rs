@@ -5,6 +5,33 @@
 //!
 //! Tokens and client secrets are sealed items of the store's vault; rows hold item ids only.
 //! A rotated refresh token is written in the same transaction as the new access token.
+//!
+//! `oauth.rs` (§1.7, §3.7): clients (manual, RFC 7591 dynamic registration reused per issuer +
+//! resource + redirect URI), each with its token-endpoint auth method (`client_secret_basic`,
+//! preferred when offered, `client_secret_post` or `none`: from the server's metadata for manual
+//! clients, the registration answer for registered ones; unknown → Basic, then the body after a
+//! refused client), the authorization-code flow (PKCE S256, `state`, RFC 8707 `resource`, sessions
+//! of 15 min taken exactly once), client credentials, discovery (the `resource_metadata` of the
+//! resource's 401 challenge, then RFC 9728 well-known paths, then RFC 8414/OIDC; a
+//! protected-resource document for another resource is refused; a server that challenges without
+//! any metadata, MCP 2025-03-26, gets `/authorize`, `/token`, `/register` at its origin; the
+//! challenge's `scope` is asked for first), and refresh at call time: when `expires_at <= now + 60
+//! s`, under a per-connection async mutex (`RefreshLocks`, one refresh in flight per connection in
+//! the process; waiters re-read and reuse its result); the new access token, the rotated refresh
+//! token and the expiry are written in one store transaction; `invalid_grant`/`invalid_client`
+//! forgets the refresh token and answers `oauth_reauth_required`, other failures
+//! `oauth_refresh_failed`. Each slot also counts the token replacements of its connection (an
+//! epoch): the dispatcher reads it before a connection's credentials, and when an OAuth call comes
+//! back `connection_rejected` 401 it calls `refresh_after_rejection`, which refreshes under the
+//! same mutex only if the epoch has not moved (else another call already did), then resolves the
+//! connection again and makes the call once more; a 401 means the upstream did nothing, so the
+//! retry cannot double an effect. Granted scopes are compared with those asked for (the session
+//! payload), the rest stored as missing. `start` without scopes on an MCP integration asks for the
+//! scopes its server advertises (RFC 9728, else the AS). The callback's results wait in memory
+//! (`CallbackResults`: first result per state, read once, 10 min, at most 1024) for `GET
+//! /api/oauth/await/:sessionId`. The client ID metadata documents
+//! (`/api/oauth/client-id-metadata.json`, `…/local.json`) are built by `oauth_routes.rs` from the
+//! web base URL; they need no engine state.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -7,6 +7,25 @@
 //! A provider answers item ids with values and lists its items by name; listings never carry
 //! values. A connection records its provider's key and `{variable: itemId}`; its values are read
 //! through the registry on every call, so an edited `auth.json` applies without a restart.
+//!
+//! `providers.rs` is the credential-provider registry (§1.4), built once per engine in registration
+//! order from `EngineConfig::providers`: `vault` (the store's sealed secret table; the first
+//! writable provider, so pasted values go there), `file` (`auth.json`, path resolved by
+//! `auth_file_path` from `EXECUTOR_DATA_DIR` / `XDG_DATA_HOME` / `HOME` in the binary and injected,
+//! so tests point it at a temp dir) and, behind the `keychain` cargo feature (keyring, off by
+//! default), `keychain`, registered only if a probe entry can be written and deleted at startup (on
+//! a thread of its own, bounded to 5 s). Each provider answers `get(id)`, `list_items()` (ids and
+//! names, never values) and, when writable, `put`/`delete`. The `file` provider is read-only from
+//! our side: the file belongs to the user (they edit it by hand or with other tools), so writing it
+//! could clobber their edits or formatting; it is re-read on every access (no mtime cache, which
+//! coarse timestamps could fool) so an edit applies to the next call, a missing file has no items,
+//! and a mode looser than 0600 is logged (never the values). A connection stores its provider's key
+//! and `{variable: itemId}`; creation checks the provider is registered (else
+//! `CredentialProviderNotRegistered`), and removal deletes only the items the connection wrote
+//! (`connection:<owner>:<integration>:<name>:<variable>`), never referenced ones. `credentials.rs`
+//! reads a connection's values through the registry (an unregistered provider or a missing item is
+//! `connection_value_missing`) and renders its auth method for every kind; health checks read
+//! through the same registry.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

@@ -1,6 +1,16 @@
 //! What one tool call may take from the server: time, a share of an integration, and the size of
 //! its answer. A hanging or huge upstream then costs its own callers an error value, never the
 //! server its other executions (issue #17).
+//!
+//! Limits (`call_limits.rs`, `executions/` `Admission`): every integration call has a call timeout
+//! (`upstream_timeout`; the MCP client's own timer, which pauses while a person answers an
+//! elicitation, is set to the same value), a share of its integration (64 calls in flight, a 5 s
+//! wait, then `integration_busy`); every live host call's answer is capped
+//! (`tool_output_too_large`) in `journal::call`, whose one size count also decides what the journal
+//! keeps; executions are admitted up to the pool's slots with a bounded queue and wait
+//! (`EngineError::Busy` → 503 + `Retry-After`); an execution whose caller drops the `execute`
+//! future before it answers is aborted, its spawned host calls and their upstream requests with it.
+//! The journal keeps at most 1 MiB of a call's answer (beyond it a digest, which a replay refuses).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,18 @@
 //! The dispatcher: every tool call of an execution goes through here, from path to address,
 //! to catalog, to approval, to the integration kind that invokes it.
+//!
+//! The dispatcher (`dispatch.rs`) is the one path of every tool call: sandbox helpers (`search`,
+//! `describe.tool`, `executor.integrations.list`, in `core_tools/`) answer directly; static core
+//! tools (`executor.coreTools.*`) and integration tools pass the one policy `Gate` (block →
+//! `tool_blocked`; approve; require_approval → pause unless `autoApprove`) before they run. Core
+//! tools with `needs_person` (those changing policies, connections, OAuth clients or credentials,
+//! and `oauth.probe`, which fetches a URL the code names) pause even under `autoApprove`; only a
+//! person-written `approve` rule naming the tool exactly skips the pause. The core tools
+//! (`core_tools/`: `connections.rs`, `oauth.rs`) call the same `Engine` methods as the HTTP routes
+//! (so input rules and their messages are shared) and answer the result union; they never take or
+//! return a secret value (OAuth client secrets and credentials a person should type go through the
+//! `createHandoff` links, built on the web base URL: `EngineConfig::web_base_url`, else the address
+//! `executor_server::serve_with` reports via `Engine::serving_at`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -10,6 +10,34 @@
 //! A pause is an approval (a gated call) or an elicitation a downstream MCP server sent while it
 //! ran one of the execution's calls (form or URL mode); both are answered the same way, the form
 //! content of an elicitation going back to its server.
+//!
+//! Durable executions (`journal.rs`, `executions/`): every host call is journaled in issue order.
+//! An execution is written to the store when it first pauses (row + journal, one transaction) and
+//! once when it settles (a `return 1` costs one insert, after its answer); while a saved execution
+//! is paused or resumed its calls are written through. A pause live in this process is resumed in
+//! place; one that survived a restart is resumed by re-running the code with the same seed and
+//! clock values, answering journaled calls from the journal, giving the decision to the call that
+//! paused and running later calls live (a call the journal does not have before the pause point
+//! fails the execution). A pause is an approval or a downstream MCP elicitation (`elicitation.rs`:
+//! the call's `Elicitor` pauses the execution; accept + form content / decline / cancel go back to
+//! the server; under `autoApprove` only a form with no properties is accepted inline). Each call
+//! keeps every answer it got (`pause.answers`, with form content), so a call re-run by a replay is
+//! not asked again: its approval and its server's repeated elicitations are answered from there. At
+//! shutdown, calls of paused executions that are running (not waiting for a person) get up to 5 s
+//! to finish and be journaled, and calls issued meanwhile are held, before the executions are
+//! abandoned; so a call that reached its tool is not sent again after the restart. Each pause also
+//! records the execution's downstream sessions (`pending.sessions`: `executor_mcp::SessionRecord`,
+//! the label, transport, `Mcp-Session-Id`, protocol version and the server's `initialize` answer).
+//! At shutdown a paused execution's remote sessions are closed without DELETE
+//! (`ExecutionScope::preserve`), and a resume after the restart reattaches to them
+//! (`ExecutionScope::reattach_to`, `executor-mcp` `reattach.rs`: the transport's HTTP client
+//! answers rmcp's handshake from the record, rmcp's re-initialisation off), so the calls after the
+//! resume see the state the earlier ones set. A session the server forgot (404), a stdio child (it
+//! died with us) or a legacy SSE stream cannot come back: every later call of that connection in
+//! the execution answers `upstream_session_lost`, never a fresh session. Resume is idempotent
+//! (settled → stored outcome; concurrent resumes share one answer); pauses expire after `pause_ttl`
+//! (a background sweep; resume then answers with an `expired` error outcome); settled rows are
+//! purged after `history_retention`.
 
 pub(crate) mod call_limits;
 pub(crate) mod dispatch;

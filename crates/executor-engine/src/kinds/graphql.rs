@@ -7,6 +7,12 @@
 //! else from the first connection's introspection with its credentials; a connection that was
 //! synced before (an explicit refresh, or a re-sync after the integration's config changed)
 //! introspects again with its credentials and replaces the snapshot.
+//!
+//! `kinds/graphql.rs` (and `catalog/graphql.rs`) (add: a supplied introspection JSON, or an
+//! unauthenticated introspection that must answer with a schema or an auth wall, else nothing is
+//! stored; auth config merge/replace; the schema snapshot from add or the first connection,
+//! introspected again when a synced connection is refreshed unless it was supplied; parsed
+//! documents cached by hash).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

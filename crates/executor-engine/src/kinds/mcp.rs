@@ -1,5 +1,22 @@
 //! The MCP integration kind: stored config, adding and probing servers, producing tools from a
 //! server's catalog, and invoking them on the execution's downstream session.
+//!
+//! `kinds/mcp.rs` (and its catalog writes in `catalog/mcp.rs`) (stored config, remote and stdio
+//! add, probe, discovery, calls on the execution's scope; static `headers`/`queryParams` (and an
+//! endpoint's query string, moved there) are sealed as vault items `mcp:<slug>:header|query:<name>`
+//! with `"••••"` left in the config, read back at connect time by `unsealed_config`, kept when a
+//! replace sends the mask back; a stdio add spawns the command once to list its tools, stores
+//! `{transport:"stdio", command, args?, cwd?, authenticationTemplate:[stdio_env "env" | none]}` and
+//! creates the org connection `default` with the supplied env values; config replace: the whole
+//! config read and checked like an add (a remote server must answer, a stdio command must be
+//! found), sessions closed, every visible connection re-listed; auth methods merge/replace, the
+//! kinds checked per transport; removal also removes the dynamically registered OAuth clients only
+//! this integration used),
+//!
+//! MCP error mapping (`kinds::mcp::call_error_outcome`): 401/403 at the handshake or the call →
+//! `connection_rejected`, `insufficient_scope` → `oauth_scope_insufficient`, other connect failures
+//! → `connection_rejected` with the message, an unknown-tool JSON-RPC rejection →
+//! `mcp_tool_unknown` (catalog marked stale), anything else opaque.
 
 use std::collections::BTreeMap;
 

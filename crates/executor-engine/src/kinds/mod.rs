@@ -3,6 +3,11 @@
 //!
 //! The set is closed and known at compile time, so this is an enum matched in one place rather
 //! than trait objects: adding a kind is a variant here and a module of its own.
+//!
+//! Integration kinds: `kinds/` is the one interface (`Kind::of(plugin_id)`: auth methods, display
+//! URL, produce a connection's tools, connect once per execution; `Connected`: validate arguments
+//! before the gate, invoke). The set is closed, so it is an enum matched in one place rather than
+//! trait objects.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

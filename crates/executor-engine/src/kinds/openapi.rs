@@ -1,6 +1,11 @@
 //! The OpenAPI integration kind: the stored config (the spec text lives in a content-addressed
 //! blob), producing a connection's tools from the spec, and calling an operation with the
 //! connection's credentials.
+//!
+//! `kinds/openapi.rs` (and `catalog/openapi.rs`) (preview, add, config merge/replace, spec update
+//! with added/removed tools, remove; the spec text is a blob deleted with its last integration,
+//! compiled once per process per spec+overrides+URL and shared by every connection; calls with the
+//! pooled `reqwest` client),
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

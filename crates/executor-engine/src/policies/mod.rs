@@ -1,6 +1,12 @@
 //! Tool policies: CRUD with validation, and the one resolver every surface asks. Patterns are
 //! checked when written (a bad pattern is a clear 400, not the original's 500), and each write
 //! reports how many known tools the pattern matches, so a dead `block` rule shows at once.
+//!
+//! `policies.rs` holds policy CRUD with validation (each rule records its author, `person` for the
+//! HTTP API and `agent` for the core tools, `0007_policy_author.sql`; `PolicySet::resolve` lets a
+//! person's `block` stand over any agent rule, and agents change only agents' rules) (a bad pattern
+//! is a 400; each write reports how many known tools it matches) and the cached `PolicySet` every
+//! surface resolves against; blocked tools are left out of search, describe and agent listings.
 
 use std::sync::Arc;
 
