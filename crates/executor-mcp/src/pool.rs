@@ -206,9 +206,17 @@ struct Idle {
     since: Instant,
 }
 
+/// What sessions are shared by: the whole key, label included. The digest alone (endpoint,
+/// headers, template, credentials) is equal for two tenants, two users or two connections that
+/// reach one server the same way, and handing one's session to the other carries a stateful
+/// server's per-session state across them (the isolation tests in `executor`).
+fn pool_id(label: &str, digest: &str) -> String {
+    format!("{label}\n{digest}")
+}
+
 #[derive(Default)]
 struct PoolState {
-    /// At most one idle session per key digest.
+    /// At most one idle session per [`pool_id`].
     idle: HashMap<String, Idle>,
     /// Leased sessions: serial → (label, key digest).
     leased: HashMap<u64, (String, String)>,
@@ -488,7 +496,9 @@ impl Inner {
         target: TargetRef<'_>,
         key: &SessionKey,
     ) -> Result<(Arc<Session>, bool), McpError> {
-        let idle = lock(&self.state).idle.remove(key.digest());
+        let idle = lock(&self.state)
+            .idle
+            .remove(&pool_id(key.label(), key.digest()));
         if let Some(idle) = idle {
             if idle.since.elapsed() < self.config.idle_ttl && idle.session.usable() {
                 self.lease(&idle.session);
@@ -508,15 +518,12 @@ impl Inner {
             let mut state = lock(&self.state);
             state.leased.remove(&session.serial);
             let doomed = state.doomed.remove(&session.serial);
-            if doomed
-                || state.closed
-                || !session.usable()
-                || state.idle.contains_key(&session.digest)
-            {
+            let id = pool_id(&session.label, &session.digest);
+            if doomed || state.closed || !session.usable() || state.idle.contains_key(&id) {
                 Some(session)
             } else {
                 state.idle.insert(
-                    session.digest.clone(),
+                    id,
                     Idle {
                         session,
                         since: Instant::now(),
@@ -1089,7 +1096,7 @@ impl ExecutionScope {
         force_fresh: Option<&Arc<Session>>,
     ) -> Result<(Arc<Session>, bool), McpError> {
         let slot = lock(&self.slots)
-            .entry(key.digest().to_owned())
+            .entry(pool_id(key.label(), key.digest()))
             .or_default()
             .clone();
         let mut guard = slot.lease.lock().await;

@@ -183,7 +183,8 @@ pub struct SessionKey {
 
 impl SessionKey {
     /// endpoint, transport, sorted headers, sorted query, auth template and sorted credential values →
-    /// one stable key. `label` groups sessions for eviction (`"<integration>/<owner>/<connection>"`).
+    /// one stable key. `label` groups sessions for eviction (`"<integration>/<owner>/<connection>"`),
+    /// and only calls of one label share a session.
     pub fn new(
         target: &RemoteTarget,
         template: &str,
