@@ -211,7 +211,8 @@ impl Inner {
         kinds::KindEnv {
             caller,
             store: &*self.store,
-            http: self.http(),
+            http: &self.http,
+            build_http: upstream_http_client,
             mcp: &self.mcp,
             documents: &self.documents,
             openapi_validators: &self.openapi_validators,

@@ -129,7 +129,7 @@ pub(crate) async fn schema_for(
         Err(e) => return Err(e.to_string()),
     };
     let schema = executor_graphql::introspect(
-        env.http,
+        env.http(),
         &config.endpoint,
         &connected.headers,
         &connected.query,
@@ -295,7 +295,7 @@ impl Connected {
             Err(e) => return ToolOutcome::Err(*e),
         };
         executor_graphql::invoke_with_schema(
-            env.http,
+            env.http(),
             &self.endpoint,
             self.schema.as_deref(),
             binding,

@@ -36,7 +36,10 @@ pub(crate) const ALIASES: &str = "aliases";
 pub(crate) struct KindEnv<'a> {
     pub(crate) caller: &'a Caller,
     pub(crate) store: &'a dyn Store,
-    pub(crate) http: &'a reqwest::Client,
+    /// The upstream HTTP client, built at its first use (an MCP-only executor never loads the
+    /// root certificates it needs).
+    pub(crate) http: &'a std::sync::OnceLock<reqwest::Client>,
+    pub(crate) build_http: fn() -> reqwest::Client,
     pub(crate) mcp: &'a executor_mcp::McpClient,
     pub(crate) documents: &'a Documents,
     pub(crate) openapi_validators: &'a openapi::Validators,
@@ -46,6 +49,12 @@ pub(crate) struct KindEnv<'a> {
     /// Each call's budget, and the most bytes of an answer worth reading.
     pub(crate) call_timeout: Duration,
     pub(crate) max_output_bytes: usize,
+}
+
+impl KindEnv<'_> {
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        self.http.get_or_init(self.build_http)
+    }
 }
 
 /// Where a kind gets a connection's credentials at call time.

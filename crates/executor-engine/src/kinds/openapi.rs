@@ -357,7 +357,7 @@ impl Connected {
         if let Err(e) = executor_openapi::validate_args(binding, &args) {
             return ToolOutcome::Err(e);
         }
-        executor_openapi::invoke(env.http, binding, args, &self.call).await
+        executor_openapi::invoke(env.http(), binding, args, &self.call).await
     }
 
     pub(crate) async fn invoke(
@@ -370,7 +370,7 @@ impl Connected {
             Ok(b) => b,
             Err(e) => return ToolOutcome::Err(*e),
         };
-        executor_openapi::invoke(env.http, binding, args, &self.call).await
+        executor_openapi::invoke(env.http(), binding, args, &self.call).await
     }
 }
 
