@@ -425,7 +425,13 @@ impl Engine {
     ) -> Live {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let scope = self.inner.mcp.scope();
-        scope.reattach_to(journal.sessions.iter().cloned());
+        let caller_scope = journal.caller.scope();
+        scope.reattach_to(
+            journal
+                .sessions
+                .iter()
+                .map(|r| crate::kinds::mcp::current_record(r.clone(), caller_scope)),
+        );
         let mut ctx = ExecutionCtx::new(
             scope,
             journal.auto_approve,

@@ -873,3 +873,53 @@ pub(crate) fn parse_session_label(label: &str) -> Option<(executor_store::Scope,
         },
     ))
 }
+
+/// A session record saved by a build whose labels had no scope (`<integration>/<owner>/<name>`,
+/// before issue #19), relabelled for `scope`, the execution's own: so a pause made before an
+/// upgrade still reattaches to its sessions. Current labels are kept as they are.
+pub(crate) fn current_record(
+    mut record: executor_mcp::SessionRecord,
+    scope: &executor_store::Scope,
+) -> executor_mcp::SessionRecord {
+    if parse_session_label(&record.label).is_none() {
+        let mut parts = record.label.splitn(3, '/');
+        if let (Some(integration), Some(Ok(owner)), Some(name)) = (
+            parts.next(),
+            parts.next().map(str::parse::<executor_core::Owner>),
+            parts.next(),
+        ) {
+            let key = ConnectionKey::new(owner, integration.to_owned(), name.to_owned());
+            record.label = session_label(scope, &key);
+        }
+    }
+    record
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    #[test]
+    fn labels_carry_the_scope_and_old_ones_are_relabelled() {
+        let scope = executor_store::Scope::new("a/b c", Some("ü".into()));
+        let key = ConnectionKey::new(executor_core::Owner::Org, "fx", "main");
+        let label = session_label(&scope, &key);
+        assert_eq!(
+            parse_session_label(&label),
+            Some((scope.clone(), key.clone()))
+        );
+        let old = executor_mcp::SessionRecord {
+            label: "fx/org/main".into(),
+            transport: "streamable-http".into(),
+            session_id: Some("s".into()),
+            protocol_version: None,
+            server: None,
+        };
+        assert_eq!(current_record(old.clone(), &scope).label, label);
+        let current = executor_mcp::SessionRecord {
+            label: label.clone(),
+            ..old
+        };
+        assert_eq!(current_record(current, &scope).label, label);
+    }
+}
