@@ -26,6 +26,28 @@ pub enum Principal {
     AgentToken,
 }
 
+impl Principal {
+    fn as_str(self) -> &'static str {
+        match self {
+            Principal::LocalOwner => "localOwner",
+            Principal::UserSession => "userSession",
+            Principal::ApiKey => "apiKey",
+            Principal::AgentToken => "agentToken",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [
+            Principal::LocalOwner,
+            Principal::UserSession,
+            Principal::ApiKey,
+            Principal::AgentToken,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == s)
+    }
+}
+
 /// Which rules gate the caller's tool calls.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PolicySource {
@@ -95,6 +117,33 @@ impl Caller {
         &self.policies
     }
 
+    /// What a saved pause keeps of its caller beyond the scope (the store's row has that): the
+    /// principal and the policy source, so a resume after a restart replays under them.
+    pub(crate) fn recorded(&self) -> serde_json::Value {
+        let policies = match &self.policies {
+            PolicySource::Global => serde_json::Value::Null,
+            PolicySource::Toolkit(id) => serde_json::json!({ "toolkit": id }),
+        };
+        serde_json::json!({ "principal": self.principal.as_str(), "policies": policies })
+    }
+
+    /// This caller (the resuming one, whose scope matched) under what [`Self::recorded`] kept;
+    /// anything missing or unknown (a pause from an older build) keeps this caller's own.
+    pub(crate) fn with_recorded(mut self, recorded: Option<&serde_json::Value>) -> Self {
+        let Some(recorded) = recorded else {
+            return self;
+        };
+        if let Some(principal) = recorded["principal"].as_str().and_then(Principal::parse) {
+            self.principal = principal;
+        }
+        match recorded["policies"]["toolkit"].as_str() {
+            Some(id) => self.policies = PolicySource::Toolkit(id.to_owned()),
+            None if recorded["policies"].is_null() => self.policies = PolicySource::Global,
+            None => {}
+        }
+        self
+    }
+
     /// The key of every per-caller cache whose rows depend on the tenant and subject.
     pub(crate) fn rows_key(&self) -> RowsKey {
         RowsKey(self.scope.tenant.clone(), self.subject().map(str::to_owned))
@@ -147,6 +196,23 @@ mod tests {
         assert!(!alice.may_act_for(org.scope()));
         assert!(org.may_act_for(&Scope::new("acme", Some(String::new()))));
         assert!(!other.may_act_for(alice.scope()));
+    }
+
+    #[test]
+    fn a_resumed_pause_keeps_the_principal_and_policy_source_it_was_made_under() {
+        let agent = Caller::local("t")
+            .with_principal(Principal::AgentToken)
+            .with_policies(PolicySource::Toolkit("kit".into()));
+        let saved = agent.recorded();
+        let resumed = Caller::local("t").with_recorded(Some(&saved));
+        assert_eq!(resumed, agent);
+        // A pause from a build that recorded nothing keeps the resuming caller's own.
+        assert_eq!(Caller::local("t").with_recorded(None), Caller::local("t"));
+        let global = Caller::local("t").recorded();
+        let back = Caller::local("t")
+            .with_policies(PolicySource::Toolkit("other".into()))
+            .with_recorded(Some(&global));
+        assert_eq!(back.policies(), &PolicySource::Global);
     }
 
     #[test]

@@ -293,6 +293,9 @@ impl Journal {
         decision: ResumeAction,
         content: Option<Value>,
     ) -> Arc<Self> {
+        // The calls replay as the caller that paused them (principal, policy source); the
+        // resuming caller's scope was checked to be the same.
+        let caller = caller.with_recorded(rec.pending.as_ref().and_then(|p| p.get("caller")));
         let pending_seq = rec
             .pending
             .as_ref()
@@ -627,6 +630,7 @@ impl Journal {
         sessions: &[executor_mcp::SessionRecord],
     ) {
         let mut pending = pending_json(seq, request);
+        pending["caller"] = self.caller.recorded();
         // The downstream sessions to come back to if this process restarts before the resume.
         if !sessions.is_empty() {
             pending["sessions"] = json!(sessions);
