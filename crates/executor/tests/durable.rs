@@ -591,6 +591,12 @@ async fn a_shutdown_waits_for_calls_still_running_in_a_paused_execution() {
         )
         .await;
     let id = execution_id(&paused);
+    // The pause can answer before `slow` reached the server (both start at once); the stop
+    // must come while it runs downstream, which is what this test is about.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while tool_calls(&fixture) == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let server = server.restart().await;
     assert_eq!(
         tool_calls(&fixture),

@@ -21,9 +21,9 @@ use executor_store::{ConnectionKey, IntegrationRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::IntegrationView;
+use super::ResolvedInputs;
 use crate::caller::Caller;
-use crate::catalog::IntegrationView;
-use crate::catalog::ResolvedInputs;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::Kind;
 use crate::kinds::{mcp, openapi};

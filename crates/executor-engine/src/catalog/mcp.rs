@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Weak};
 
+use super::{ConnectionInput, CredentialOrigin};
 use crate::Inner;
 use crate::caller::Caller;
-use crate::catalog::{ConnectionInput, CredentialOrigin};
 use crate::credentials::oauth::ORIGIN_DCR;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::mcp::*;
@@ -85,7 +85,7 @@ impl Engine {
         caller: &Caller,
         input: AddMcpServer,
     ) -> EngineResult<String> {
-        crate::catalog::check_integration_text(
+        super::check_integration_text(
             input.slug.as_deref(),
             Some(&input.name),
             input.description.as_deref(),
@@ -184,7 +184,7 @@ impl Engine {
         caller: &Caller,
         input: AddStdioMcpServer,
     ) -> EngineResult<String> {
-        crate::catalog::check_integration_text(
+        super::check_integration_text(
             input.slug.as_deref(),
             Some(&input.name),
             input.description.as_deref(),

@@ -86,7 +86,7 @@ impl Engine {
             OpenApiSpecSource::Text(_) => None,
         };
         let (spec, extraction) = Self::compile_openapi(text.into(), spec_overrides, url).await?;
-        let mut health_check_candidates = crate::catalog::health::openapi_candidates(&extraction);
+        let mut health_check_candidates = super::health::openapi_candidates(&extraction);
         health_check_candidates.truncate(20);
         let mut skipped = extraction.failures;
         skipped.extend(executor_openapi::derive_auth(&spec).skipped);
@@ -202,7 +202,7 @@ impl Engine {
             ),
             Arc::new(extraction),
         );
-        crate::catalog::check_integration_text(
+        super::check_integration_text(
             Some(&record.slug),
             record.name.as_deref(),
             record.description.as_deref(),

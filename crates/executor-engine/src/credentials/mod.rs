@@ -28,10 +28,10 @@ pub(crate) async fn resolve(
         .get_connection(caller.scope(), key)
         .await?
         .ok_or_else(|| crate::error::connection_not_found(key))?;
-    let oauth = crate::credentials::oauth::is_oauth(methods, &connection.template);
+    let oauth = self::oauth::is_oauth(methods, &connection.template);
     if oauth {
         // Refreshes a token about to expire (one refresh per connection in flight).
-        if let Err(e) = crate::credentials::oauth::ensure_fresh(inner, caller, key).await? {
+        if let Err(e) = self::oauth::ensure_fresh(inner, caller, key).await? {
             return Ok(Err(e));
         }
     }

@@ -46,8 +46,8 @@ use executor_store::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::providers::VAULT as DEFAULT_PROVIDER;
 use crate::caller::{Caller, RowsKey};
-use crate::credentials::providers::VAULT as DEFAULT_PROVIDER;
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::Kind;
 use crate::names::connection_path;

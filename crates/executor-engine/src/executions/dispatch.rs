@@ -26,11 +26,11 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{OnceCell, oneshot};
 
+use super::journal::{Journal, PauseSink};
+use super::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 use crate::Inner;
 use crate::caller::Caller;
 use crate::error::internal_tool_error;
-use crate::executions::journal::{Journal, PauseSink};
-use crate::executions::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 use crate::kinds::{CallContext, Connected, Kind};
 
 /// Arguments shown in an approval are cut to this many characters.
@@ -58,7 +58,7 @@ pub(crate) struct ExecutionCtx {
     /// Resolved connections, so that repeated calls skip the store and credential reads.
     targets: Mutex<HashMap<ConnectionKey, Arc<TargetSlot>>>,
     /// What the agent's own MCP client lends the execution (sampling, progress).
-    pub(crate) agent: crate::executions::AgentLink,
+    pub(crate) agent: super::AgentLink,
 }
 
 impl ExecutionCtx {
@@ -137,13 +137,12 @@ impl HostCalls for ExecutionHost {
         Box::pin(async move {
             if inline {
                 // Already on the IO runtime's worker: polled here, no hop.
-                return crate::executions::journal::call(inner, ctx, path, args).await;
+                return super::journal::call(inner, ctx, path, args).await;
             }
             let io = inner.io.clone();
             // Aborted when the execution is dropped (cancelled): the call's upstream request
             // goes with it.
-            let mut call =
-                AbortOnDrop(io.spawn(crate::executions::journal::call(inner, ctx, path, args)));
+            let mut call = AbortOnDrop(io.spawn(super::journal::call(inner, ctx, path, args)));
             match (&mut call.0).await {
                 Ok(reply) => reply,
                 Err(join_error) => HostReply::Reject(internal_tool_error(&join_error.to_string())),
@@ -553,7 +552,7 @@ fn approval_message(head: &str, path: &str, args: &Value) -> String {
     let shown = if args.is_null() {
         json!({})
     } else {
-        crate::executions::journal::redact_args(path, args)
+        super::journal::redact_args(path, args)
     };
     let mut preview = serde_json::to_string_pretty(&shown).unwrap_or_default();
     if preview.chars().count() > APPROVAL_ARGS_PREVIEW {

@@ -14,10 +14,10 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::executions::AgentLink;
-use crate::executions::dispatch::ExecutionCtx;
-use crate::executions::journal::{CallMeta, Journal, PauseSink};
-use crate::executions::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
+use super::AgentLink;
+use super::dispatch::ExecutionCtx;
+use super::journal::{CallMeta, Journal, PauseSink};
+use super::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 use executor_core::ToolAddress;
 
 /// Answers the elicitations of one MCP call by pausing its execution.
@@ -44,7 +44,7 @@ pub(crate) fn for_call(
 ) -> Arc<dyn Elicitor> {
     Arc::new(CallElicitor {
         sink: ctx.pause_sink(),
-        meta: crate::executions::journal::current_call(),
+        meta: super::journal::current_call(),
         auto_approve: ctx.auto_approve(),
         address: address.to_string(),
         args: args.clone(),

@@ -33,11 +33,11 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
+use super::dispatch::ExecutionCtx;
+use super::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 use crate::Inner;
 use crate::caller::Caller;
 use crate::error::is_secret_key;
-use crate::executions::dispatch::ExecutionCtx;
-use crate::executions::{ExecEvent, PauseKind, PauseRequest, ResumeAction};
 
 /// What a masked value is replaced with.
 pub(crate) const REDACTED: &str = "[REDACTED]";
@@ -549,7 +549,7 @@ impl Journal {
     }
 
     /// Records the reply of call `seq`; returns the record to write through when saved.
-    /// `bytes` is the reply's size ([`crate::executions::call_limits::CallLimits::cap_output`]).
+    /// `bytes` is the reply's size ([`super::call_limits::CallLimits::cap_output`]).
     fn complete(
         &self,
         seq: i64,
@@ -785,7 +785,7 @@ pub(crate) async fn call(
             let reply = CALL
                 .scope(
                     meta,
-                    crate::executions::dispatch::dispatch(inner.clone(), ctx, path, args),
+                    super::dispatch::dispatch(inner.clone(), ctx, path, args),
                 )
                 .await;
             // What enters the sandbox is capped here, once for every kind, and its size serves
@@ -839,7 +839,7 @@ fn journaled_reply(reply: &HostReply, bytes: usize) -> Value {
 /// The arguments as the journal shows them: redacted, or past [`MAX_JOURNALED_REPLY_BYTES`] only
 /// their size (replay matches calls on the salted hash of the real arguments, not on these).
 fn journaled_args(path: &str, args: &Value) -> Value {
-    let bytes = crate::executions::call_limits::json_size(args);
+    let bytes = super::call_limits::json_size(args);
     if bytes <= MAX_JOURNALED_REPLY_BYTES {
         return redact_args(path, args);
     }

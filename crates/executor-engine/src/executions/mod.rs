@@ -56,10 +56,10 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 
+use self::dispatch::{ExecutionCtx, ExecutionHost};
+use self::journal::{Event, Journal, PauseSink};
 use crate::caller::Caller;
 use crate::error::{EngineError, EngineResult};
-use crate::executions::dispatch::{ExecutionCtx, ExecutionHost};
-use crate::executions::journal::{Event, Journal, PauseSink};
 use crate::{Engine, Inner};
 
 /// Settled outcomes remembered so that a repeated resume replays the same answer.

@@ -24,9 +24,9 @@ use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::KindEnv;
+use super::{Produced, binding};
 use crate::error::{EngineError, EngineResult};
-use crate::kinds::KindEnv;
-use crate::kinds::{Produced, binding};
 
 pub(crate) const PLUGIN_ID: &str = "graphql";
 
@@ -212,7 +212,7 @@ pub(crate) async fn produce_tools(
             description: t.description,
             input_schema: Some(t.input_schema),
             output_schema: t.output_schema,
-            annotations: Some(crate::kinds::openapi::annotations(
+            annotations: Some(super::openapi::annotations(
                 t.requires_approval,
                 t.approval_description,
             )),

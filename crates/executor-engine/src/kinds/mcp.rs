@@ -30,10 +30,10 @@ use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::Produced;
+use super::{CallContext, KindEnv};
 use crate::error::internal_tool_error;
 use crate::error::{EngineError, EngineResult};
-use crate::kinds::Produced;
-use crate::kinds::{CallContext, KindEnv};
 
 pub(crate) const PLUGIN_ID: &str = "mcp";
 

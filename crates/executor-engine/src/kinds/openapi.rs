@@ -17,10 +17,10 @@ use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::KindEnv;
+use super::{Produced, binding};
 use crate::caller::RowsKey;
 use crate::error::{EngineError, EngineResult};
-use crate::kinds::KindEnv;
-use crate::kinds::{Produced, binding};
 
 pub(crate) const PLUGIN_ID: &str = "openapi";
 
