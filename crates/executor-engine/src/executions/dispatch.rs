@@ -134,15 +134,18 @@ impl HostCalls for ExecutionHost {
         let inner = self.inner.clone();
         let ctx = self.ctx.clone();
         let inline = self.inline;
+        // Numbered now, in the order the code calls, whenever the future first runs.
+        let issued = super::journal::issue(&ctx, &path, &args);
         Box::pin(async move {
             if inline {
                 // Already on the IO runtime's worker: polled here, no hop.
-                return super::journal::call(inner, ctx, path, args).await;
+                return super::journal::call(inner, ctx, issued, path, args).await;
             }
             let io = inner.io.clone();
             // Aborted when the execution is dropped (cancelled): the call's upstream request
             // goes with it.
-            let mut call = AbortOnDrop(io.spawn(super::journal::call(inner, ctx, path, args)));
+            let mut call =
+                AbortOnDrop(io.spawn(super::journal::call(inner, ctx, issued, path, args)));
             match (&mut call.0).await {
                 Ok(reply) => reply,
                 Err(join_error) => HostReply::Reject(internal_tool_error(&join_error.to_string())),

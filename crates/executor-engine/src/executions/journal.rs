@@ -229,7 +229,7 @@ struct UpstreamLogs {
 }
 
 /// How one call is answered.
-enum Plan {
+pub(crate) enum Plan {
     /// Runs; its pauses take these answers first (given before a restart).
     Live {
         answers: VecDeque<Answer>,
@@ -743,21 +743,32 @@ impl Journal {
     }
 }
 
-/// One host call of an execution, journaled (runs on the IO runtime).
-pub(crate) async fn call(
-    inner: Arc<Inner>,
-    ctx: Arc<ExecutionCtx>,
-    path: String,
-    args: Value,
-) -> HostReply {
+/// A host call's place in the journal, taken when the code makes the call (see [`issue`]).
+pub(crate) enum Issued {
+    /// The process is stopping: the call runs after the restart, on the replay.
+    Held(Arc<Journal>),
+    Planned(Box<Planned>),
+}
+
+pub(crate) struct Planned {
+    journal: Arc<Journal>,
+    seq: i64,
+    plan: Plan,
+    /// The call's row, when the execution is saved (written before the call runs).
+    write: Option<ExecutionCallRecord>,
+    /// Marks a live call ended when dropped (it ran, or its future was dropped unpolled).
+    _ended: Option<Ended>,
+}
+
+/// Gives the call its sequence number and plan at once, in the order the code makes its calls:
+/// done when the future runs instead, two calls' tasks could take their numbers in either order
+/// and a replay would see a path the journal does not have.
+pub(crate) fn issue(ctx: &ExecutionCtx, path: &str, args: &Value) -> Issued {
     let journal = ctx.journal.clone();
     if journal.closing.load(Ordering::Acquire) {
-        // The process is stopping: this call runs after the restart, on the replay.
-        let mut abandoned = journal.abandoned.subscribe();
-        let _ = abandoned.wait_for(|gone| *gone).await;
-        return HostReply::Reject("The execution was stopped by a server shutdown.".to_owned());
+        return Issued::Held(journal);
     }
-    let (seq, plan, write) = journal.issue(&path, &args);
+    let (seq, plan, write) = journal.issue(path, args);
     let live = matches!(plan, Plan::Live { .. });
     if live {
         journal.started(seq);
@@ -766,6 +777,37 @@ pub(crate) async fn call(
         journal: journal.clone(),
         seq,
     });
+    Issued::Planned(Box::new(Planned {
+        journal,
+        seq,
+        plan,
+        write,
+        _ended,
+    }))
+}
+
+/// One host call of an execution, journaled (runs on the IO runtime).
+pub(crate) async fn call(
+    inner: Arc<Inner>,
+    ctx: Arc<ExecutionCtx>,
+    issued: Issued,
+    path: String,
+    args: Value,
+) -> HostReply {
+    let Planned {
+        journal,
+        seq,
+        plan,
+        write,
+        _ended,
+    } = match issued {
+        Issued::Held(journal) => {
+            let mut abandoned = journal.abandoned.subscribe();
+            let _ = abandoned.wait_for(|gone| *gone).await;
+            return HostReply::Reject("The execution was stopped by a server shutdown.".to_owned());
+        }
+        Issued::Planned(planned) => *planned,
+    };
     if let Some(record) = write {
         journal.write_call(&inner, record).await;
     }
@@ -800,7 +842,7 @@ pub(crate) async fn call(
 }
 
 /// Marks a live call ended once its outcome is journaled (or it was dropped).
-struct Ended {
+pub(crate) struct Ended {
     journal: Arc<Journal>,
     seq: i64,
 }
