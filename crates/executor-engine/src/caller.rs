@@ -1,6 +1,8 @@
 //! Who a request acts for. Every engine entry point that reads or writes tenant data takes a
 //! [`Caller`]; the engine holds none of its own, so one engine serves many tenants and users.
 
+use std::sync::Arc;
+
 use executor_store::Scope;
 
 /// The tenant and subject whose rows a request sees, where its policies come from, and what
@@ -10,6 +12,9 @@ pub struct Caller {
     scope: Scope,
     principal: Principal,
     policies: PolicySource,
+    /// The scope as caches key it, made once: a tool call looks caches up several times, and
+    /// cloning this copies no string.
+    rows: RowsKey,
 }
 
 /// How the caller proved who it is. Nothing is decided by it yet; roles and per-principal rules
@@ -60,10 +65,13 @@ pub enum PolicySource {
 
 impl Caller {
     pub fn new(scope: Scope, principal: Principal, policies: PolicySource) -> Self {
+        let subject = scope.subject.as_deref().filter(|s| !s.is_empty());
+        let rows = RowsKey(Arc::from(scope.tenant.as_str()), subject.map(Arc::from));
         Self {
             scope,
             principal,
             policies,
+            rows,
         }
     }
 
@@ -146,14 +154,19 @@ impl Caller {
 
     /// The key of every per-caller cache whose rows depend on the tenant and subject.
     pub(crate) fn rows_key(&self) -> RowsKey {
-        RowsKey(self.scope.tenant.clone(), self.subject().map(str::to_owned))
+        self.rows.clone()
+    }
+
+    /// [`Self::rows_key`], borrowed.
+    pub(crate) fn rows(&self) -> &RowsKey {
+        &self.rows
     }
 
     /// The key of state shared by everyone who sees a row of `owner`: the tenant for org rows,
     /// the tenant and subject for a user's own.
     pub(crate) fn owner_key(&self, owner: executor_core::Owner) -> RowsKey {
         match owner {
-            executor_core::Owner::Org => RowsKey(self.scope.tenant.clone(), None),
+            executor_core::Owner::Org => RowsKey(self.rows.0.clone(), None),
             executor_core::Owner::User => self.rows_key(),
         }
     }
@@ -174,7 +187,7 @@ impl Caller {
 
 /// Tenant and subject, as caches key their entries.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct RowsKey(String, Option<String>);
+pub(crate) struct RowsKey(Arc<str>, Option<Arc<str>>);
 
 /// [`RowsKey`] and the policy source.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -37,21 +37,7 @@ impl ClientHandler for Agent {
 async fn upstream_progress_reaches_the_agent_and_upstream_logs_the_execution() {
     let fixture = serve_capable().await;
     let h = Harness::start().await;
-    let (status, body) = h
-        .post(
-            "/api/mcp/servers",
-            json!({"name": "Capable", "endpoint": fixture.url, "slug": "capable",
-                   "remoteTransport": "streamable-http"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let (status, body) = h
-        .post(
-            "/api/connections",
-            json!({"owner": "org", "name": "main", "integration": "capable", "template": "none", "value": ""}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    h.add_mcp_server("Capable", &fixture.url, "capable").await;
 
     let agent = Agent::default();
     let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", h.base));

@@ -86,21 +86,7 @@ async fn sample_through(h: &Harness, samples: bool) -> (String, Vec<Value>) {
 async fn a_servers_sampling_request_reaches_the_agents_model() {
     let fixture = serve_capable().await;
     let h = Harness::start().await;
-    let (status, body) = h
-        .post(
-            "/api/mcp/servers",
-            json!({"name": "Capable", "endpoint": fixture.url, "slug": "capable",
-                   "remoteTransport": "streamable-http"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let (status, body) = h
-        .post(
-            "/api/connections",
-            json!({"owner": "org", "name": "main", "integration": "capable", "template": "none", "value": ""}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    h.add_mcp_server("Capable", &fixture.url, "capable").await;
     // Listed: our client declares sampling, elicitation and roots when it lists tools.
     let (_, tools) = h.get("/api/tools?integration=capable").await;
     let names: Vec<&str> = tools

@@ -22,8 +22,6 @@ use crate::caller::RowsKey;
 use crate::error::EngineResult;
 use crate::kinds::Connected;
 
-/// A tool as a tenant and subject see it.
-type ToolOf = (RowsKey, ToolAddress);
 /// A connection as a tenant and subject see it.
 pub(crate) type ConnectionOf = (RowsKey, ConnectionKey);
 
@@ -32,29 +30,59 @@ const MAX_CACHED_TOOLS: usize = 2_048;
 
 #[derive(Default)]
 pub(crate) struct ToolCache {
-    entries: Mutex<(u64, HashMap<ToolOf, Arc<ToolRecord>>)>,
+    entries: Mutex<ToolEntries>,
+}
+
+/// The records of one generation, by tenant and subject, then address (looked up without
+/// building a key), and how many there are in all.
+#[derive(Default)]
+struct ToolEntries {
+    generation: u64,
+    by_rows: HashMap<RowsKey, HashMap<ToolAddress, Arc<ToolRecord>>>,
+    count: usize,
 }
 
 impl ToolCache {
-    fn lookup(&self, generation: u64, key: &ToolOf) -> Option<Arc<ToolRecord>> {
+    fn lookup(
+        &self,
+        generation: u64,
+        rows: &RowsKey,
+        address: &ToolAddress,
+    ) -> Option<Arc<ToolRecord>> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.0 != generation {
-            *entries = (generation, HashMap::new());
+        if entries.generation != generation {
+            *entries = ToolEntries {
+                generation,
+                ..ToolEntries::default()
+            };
             return None;
         }
-        entries.1.get(key).cloned()
+        entries.by_rows.get(rows)?.get(address).cloned()
     }
 
-    fn insert(&self, generation: u64, key: ToolOf, tool: Arc<ToolRecord>) {
+    fn insert(
+        &self,
+        generation: u64,
+        rows: &RowsKey,
+        address: &ToolAddress,
+        tool: Arc<ToolRecord>,
+    ) {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         // A write landed while the record was read: it may be stale, so keep it out.
-        if entries.0 != generation {
+        if entries.generation != generation {
             return;
         }
-        if entries.1.len() >= MAX_CACHED_TOOLS {
-            entries.1.clear();
+        if entries.count >= MAX_CACHED_TOOLS {
+            entries.by_rows.clear();
+            entries.count = 0;
         }
-        entries.1.insert(key, tool);
+        let added = entries
+            .by_rows
+            .entry(rows.clone())
+            .or_default()
+            .insert(address.clone(), tool)
+            .is_none();
+        entries.count += usize::from(added);
     }
 }
 
@@ -65,8 +93,7 @@ pub(crate) async fn get(
     address: &ToolAddress,
 ) -> EngineResult<Option<Arc<ToolRecord>>> {
     let generation = inner.catalog_generation.load(Ordering::Acquire);
-    let key = (caller.rows_key(), address.clone());
-    if let Some(tool) = inner.tool_cache.lookup(generation, &key) {
+    if let Some(tool) = inner.tool_cache.lookup(generation, caller.rows(), address) {
         return Ok(Some(tool));
     }
     let tool = match inner.store.get_tool(caller.scope(), address).await? {
@@ -77,7 +104,9 @@ pub(crate) async fn get(
         },
     };
     let tool = Arc::new(tool);
-    inner.tool_cache.insert(generation, key, tool.clone());
+    inner
+        .tool_cache
+        .insert(generation, caller.rows(), address, tool.clone());
     Ok(Some(tool))
 }
 

@@ -335,7 +335,7 @@ pub(super) async fn clients_remove(engine: &Engine, caller: &Caller, args: &Valu
     Ok(json!({"removed": removed}))
 }
 
-pub(super) async fn probe(engine: &Engine, _caller: &Caller, args: &Value) -> CoreResult {
+pub(super) async fn probe(engine: &Engine, args: &Value) -> CoreResult {
     let a = Args::new(PROBE, args, &["url"])?;
     let p = engine.probe_oauth(&a.required("url")?).await?;
     Ok(oauth_probe_json(&p))

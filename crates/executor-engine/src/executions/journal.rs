@@ -229,7 +229,7 @@ struct UpstreamLogs {
 }
 
 /// How one call is answered.
-pub(crate) enum Plan {
+enum Plan {
     /// Runs; its pauses take these answers first (given before a restart).
     Live {
         answers: VecDeque<Answer>,
@@ -744,14 +744,13 @@ impl Journal {
 }
 
 /// A host call's place in the journal, taken when the code makes the call (see [`issue`]).
-pub(crate) enum Issued {
-    /// The process is stopping: the call runs after the restart, on the replay.
-    Held(Arc<Journal>),
-    Planned(Box<Planned>),
+pub(crate) struct Issued {
+    journal: Arc<Journal>,
+    /// `None`: the process is stopping, and the call runs after the restart, on the replay.
+    planned: Option<Planned>,
 }
 
-pub(crate) struct Planned {
-    journal: Arc<Journal>,
+struct Planned {
     seq: i64,
     plan: Plan,
     /// The call's row, when the execution is saved (written before the call runs).
@@ -766,7 +765,10 @@ pub(crate) struct Planned {
 pub(crate) fn issue(ctx: &ExecutionCtx, path: &str, args: &Value) -> Issued {
     let journal = ctx.journal.clone();
     if journal.closing.load(Ordering::Acquire) {
-        return Issued::Held(journal);
+        return Issued {
+            journal,
+            planned: None,
+        };
     }
     let (seq, plan, write) = journal.issue(path, args);
     let live = matches!(plan, Plan::Live { .. });
@@ -777,13 +779,15 @@ pub(crate) fn issue(ctx: &ExecutionCtx, path: &str, args: &Value) -> Issued {
         journal: journal.clone(),
         seq,
     });
-    Issued::Planned(Box::new(Planned {
+    Issued {
         journal,
-        seq,
-        plan,
-        write,
-        _ended,
-    }))
+        planned: Some(Planned {
+            seq,
+            plan,
+            write,
+            _ended,
+        }),
+    }
 }
 
 /// One host call of an execution, journaled (runs on the IO runtime).
@@ -794,19 +798,17 @@ pub(crate) async fn call(
     path: String,
     args: Value,
 ) -> HostReply {
-    let Planned {
-        journal,
+    let Issued { journal, planned } = issued;
+    let Some(Planned {
         seq,
         plan,
         write,
         _ended,
-    } = match issued {
-        Issued::Held(journal) => {
-            let mut abandoned = journal.abandoned.subscribe();
-            let _ = abandoned.wait_for(|gone| *gone).await;
-            return HostReply::Reject("The execution was stopped by a server shutdown.".to_owned());
-        }
-        Issued::Planned(planned) => *planned,
+    }) = planned
+    else {
+        let mut abandoned = journal.abandoned.subscribe();
+        let _ = abandoned.wait_for(|gone| *gone).await;
+        return HostReply::Reject("The execution was stopped by a server shutdown.".to_owned());
     };
     if let Some(record) = write {
         journal.write_call(&inner, record).await;
@@ -842,7 +844,7 @@ pub(crate) async fn call(
 }
 
 /// Marks a live call ended once its outcome is journaled (or it was dropped).
-pub(crate) struct Ended {
+struct Ended {
     journal: Arc<Journal>,
     seq: i64,
 }

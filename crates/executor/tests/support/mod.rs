@@ -177,10 +177,17 @@ impl Harness {
 
     /// Adds the fixture as integration `slug` with an org connection `main`.
     pub async fn add_fixture(&self, fixture: &StatefulMcpServer, slug: &str) {
+        self.add_mcp_server("Session-stateful MCP", &fixture.url, slug)
+            .await;
+    }
+
+    /// Adds the streamable-HTTP MCP server at `url` as integration `slug` with an org
+    /// connection `main` that needs no credentials.
+    pub async fn add_mcp_server(&self, name: &str, url: &str, slug: &str) {
         let (status, body) = self
             .post(
                 "/api/mcp/servers",
-                json!({"transport":"remote","name":"Session-stateful MCP","endpoint":fixture.url,"slug":slug,"remoteTransport":"streamable-http"}),
+                json!({"transport":"remote","name":name,"endpoint":url,"slug":slug,"remoteTransport":"streamable-http"}),
             )
             .await;
         assert_eq!(status, 200, "{body}");
