@@ -6,29 +6,183 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+use crate::client::target::{self, ConnectFlags};
+use crate::client::{CliError, api::Api, block_on, browse, call, daemon, profiles, service, tools};
 
 #[derive(Parser)]
 #[command(
     name = "executor",
     version,
-    about = "The integration layer for AI agents"
+    about = "The integration layer for AI agents",
+    after_help = "Commands that talk to a server choose it with --base-url or --server, else the default profile, else this data directory's running server, else http://127.0.0.1:4788 (started on demand).\nExit codes: 0 done (a paused call included), 1 failed, 2 bad command line, 3 no server answered."
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Call one tool: `executor call github org main issues.create '{"title":"x"}'`.
+    Call(CallArgs),
+    /// Answer a paused call: approve, decline or cancel it.
+    Resume(ResumeArgs),
+    /// Find tools and integrations.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
     /// Run the server in the foreground and print its URL.
     Web(ServeFlags),
-    /// Manage the background server.
+    /// Manage the background server of this data directory.
     #[command(subcommand)]
     Daemon(DaemonCommand),
     /// Serve MCP over stdin/stdout: bridges to the running server of this data directory, or
     /// serves from the data directory itself when none runs.
     Mcp(McpFlags),
+    /// Saved servers (profiles) and the local API token.
+    #[command(subcommand)]
+    Server(ServerCommand),
+    /// Run the daemon under the OS's service manager (systemd --user, launchd).
+    #[command(subcommand)]
+    Service(ServiceCommand),
+    /// Print a shell completion script: `executor completions bash > /etc/bash_completion.d/executor`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Args)]
+#[command(disable_help_flag = true)]
+struct CallArgs {
+    /// The tool's path, as segments, dotted, or both, then optionally its arguments as a JSON
+    /// object or @file.json.
+    #[arg(value_name = "PATH… [ARGS]")]
+    words: Vec<String>,
+    /// Print the whole outcome as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Browse the tools under the path instead of calling it.
+    #[arg(short = 'h', long)]
+    help: bool,
+    /// With --help: only the entries matching TEXT.
+    #[arg(long = "match", value_name = "TEXT", requires = "help")]
+    filter: Option<String>,
+    /// With --help: at most N entries.
+    #[arg(long, default_value_t = 50, requires = "help")]
+    limit: usize,
+    #[command(flatten)]
+    connect: ConnectFlags,
+}
+
+#[derive(Args)]
+struct ResumeArgs {
+    /// The paused execution (`exec_…`), as `call` printed it.
+    #[arg(long)]
+    execution_id: String,
+    #[arg(long, value_enum, default_value = "accept")]
+    action: ResumeAction,
+    /// The answer to a form, a JSON object.
+    #[arg(long, value_name = "JSON")]
+    content: Option<String>,
+    /// Print the whole outcome as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    connect: ConnectFlags,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ResumeAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+#[derive(Subcommand)]
+enum ToolsCommand {
+    /// Rank tools by a query.
+    Search {
+        query: String,
+        /// Only tools of this integration.
+        #[arg(long)]
+        namespace: Option<String>,
+        #[arg(long, default_value_t = 12)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connect: ConnectFlags,
+    },
+    /// One tool's description and TypeScript input and output.
+    Describe {
+        path: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connect: ConnectFlags,
+    },
+    /// The integrations and how many tools each has.
+    Integrations {
+        #[arg(long)]
+        query: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connect: ConnectFlags,
+    },
+}
+
+#[derive(Subcommand)]
+enum ServerCommand {
+    /// Save a server: `executor server add team https://executor.example.com --default`.
+    Add {
+        name: String,
+        origin: String,
+        #[arg(long)]
+        display_name: Option<String>,
+        /// Make it the default for every command.
+        #[arg(long)]
+        default: bool,
+        /// Read a bearer token for it from stdin (else EXECUTOR_API_KEY is sent at call time).
+        #[arg(long)]
+        token_stdin: bool,
+    },
+    /// The saved servers (`*` marks the default).
+    List,
+    /// Make a saved server the default.
+    Use { name: String },
+    /// Forget a saved server.
+    Remove { name: String },
+    /// Write a new local API token (a running server keeps the old one until it restarts).
+    RotateToken,
+}
+
+#[derive(Subcommand)]
+enum ServiceCommand {
+    /// Install and start the service (taking over from a daemon started by hand).
+    Install {
+        #[arg(long, default_value_t = crate::client::service::DEFAULT_PORT)]
+        port: u16,
+        /// Print the unit instead of installing it.
+        #[arg(long)]
+        print: bool,
+        /// The workspace it serves (`EXECUTOR_SCOPE_DIR`; default: the data directory).
+        #[arg(long, value_name = "DIR")]
+        scope: Option<PathBuf>,
+    },
+    /// Stop and remove the service.
+    Uninstall,
+    /// Whether the service is registered and serving (exit 3 when not serving).
+    Status,
+    /// Restart the service.
+    Restart {
+        #[arg(long, default_value_t = crate::client::service::DEFAULT_PORT)]
+        port: u16,
+    },
 }
 
 /// Limits of every tool call, shared by `web`, `daemon run` and `mcp`.
@@ -114,6 +268,12 @@ impl McpFlags {
 enum DaemonCommand {
     /// Start the server (in the background unless --foreground).
     Run(ServeFlags),
+    /// Whether the server answers: exit 0 when it does, 3 when it does not.
+    Status(ConnectFlags),
+    /// Stop the server and wait for it to exit.
+    Stop(ConnectFlags),
+    /// Stop the server, then start it again with the same flags.
+    Restart(ConnectFlags),
 }
 
 #[derive(Args, Clone)]
@@ -159,6 +319,8 @@ pub(crate) struct Settings {
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) calls: executor_engine::CallLimitsConfig,
     pub(crate) mcp_sessions: executor_server::McpSessionLimits,
+    /// `web` (a server in a terminal) rather than `daemon run`: said in the manifest.
+    pub(crate) foreground_web: bool,
 }
 
 impl ServeFlags {
@@ -181,6 +343,7 @@ impl ServeFlags {
                 self.max_mcp_sessions,
                 self.max_mcp_sessions_per_token,
             )?,
+            foreground_web: false,
         })
     }
 }
@@ -242,17 +405,231 @@ pub(crate) fn parse_duration(raw: &str) -> anyhow::Result<Duration> {
     })
 }
 
-pub(crate) fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Web(flags) => crate::server::run(flags.settings()?),
+/// Parses the command line (a usage error is one line and exit 2; `--help` and `--version`
+/// print and exit 0) and runs the command.
+pub(crate) fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("executor: {e}");
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid command line")
+                .trim_start_matches("error: ");
+            eprintln!("executor: {first} (see executor --help)");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn dispatch(command: Command) -> Result<ExitCode, CliError> {
+    let serves = matches!(command, Command::Web(_) | Command::Mcp(_))
+        || matches!(&command, Command::Daemon(DaemonCommand::Run(flags)) if flags.foreground);
+    if !serves {
+        crate::client::die_on_closed_pipe();
+    }
+    let data_dir = || data_dir().map_err(CliError::from);
+    let api = |connect: &ConnectFlags| -> Result<Api, CliError> {
+        Api::new(target::resolve(connect, &data_dir()?)?)
+    };
+    match command {
+        Command::Web(flags) => {
+            let mut settings = flags.settings()?;
+            settings.foreground_web = true;
+            Ok(crate::server::run(settings)?)
+        }
         Command::Daemon(DaemonCommand::Run(flags)) if flags.foreground => {
-            crate::server::run(flags.settings()?)
+            Ok(crate::server::run(flags.settings()?)?)
         }
         Command::Daemon(DaemonCommand::Run(flags)) => {
-            crate::server::spawn_background(flags.settings()?)
+            let settings = flags.settings()?;
+            let args = flags.forwarded_args(&settings);
+            block_on(daemon::run_background(
+                &settings.data_dir,
+                &settings.scope_dir,
+                settings.bind.0,
+                settings.bind.1,
+                args,
+            ))
         }
-        Command::Mcp(flags) => crate::mcp_stdio::run(flags.settings()?),
+        Command::Daemon(DaemonCommand::Status(connect)) => {
+            block_on(async move { daemon::status(&connect, &data_dir()?).await })
+        }
+        Command::Daemon(DaemonCommand::Stop(connect)) => {
+            block_on(async move { daemon::stop(&connect, &data_dir()?).await })
+        }
+        Command::Daemon(DaemonCommand::Restart(connect)) => {
+            block_on(async move { daemon::restart(&connect, &data_dir()?).await })
+        }
+        Command::Mcp(flags) => Ok(crate::mcp_stdio::run(flags.settings()?)?),
+        Command::Call(args) => {
+            let output = call::Output { json: args.json };
+            if args.help {
+                // The arguments a person left at the end do not matter to browsing.
+                let words: Vec<String> = args
+                    .words
+                    .iter()
+                    .filter(|w| !w.starts_with('{') && !w.starts_with('@'))
+                    .cloned()
+                    .collect();
+                let prefix = call::path_segments(&words)?;
+                let api = api(&args.connect)?;
+                return block_on(async move {
+                    browse::browse(&api, prefix, args.filter.as_deref(), args.limit.max(1)).await
+                });
+            }
+            let invocation = call::parse_invocation(&args.words)?;
+            let api = api(&args.connect)?;
+            block_on(async move { call::call(&api, invocation, output).await })
+        }
+        Command::Resume(args) => {
+            let content = call::parse_content(args.content.as_deref())?;
+            if args.execution_id.trim().is_empty() {
+                return Err(CliError::usage("--execution-id is empty"));
+            }
+            let action = match args.action {
+                ResumeAction::Accept => "accept",
+                ResumeAction::Decline => "decline",
+                ResumeAction::Cancel => "cancel",
+            };
+            let api = api(&args.connect)?;
+            let output = call::Output { json: args.json };
+            block_on(async move {
+                call::resume(&api, &args.execution_id, action, content, output).await
+            })
+        }
+        Command::Tools(ToolsCommand::Search {
+            query,
+            namespace,
+            limit,
+            json,
+            connect,
+        }) => {
+            let api = api(&connect)?;
+            block_on(async move {
+                tools::search(&api, &query, namespace.as_deref(), limit.max(1), json).await
+            })
+        }
+        Command::Tools(ToolsCommand::Describe {
+            path,
+            json,
+            connect,
+        }) => {
+            let api = api(&connect)?;
+            block_on(async move { tools::describe(&api, &path, json).await })
+        }
+        Command::Tools(ToolsCommand::Integrations {
+            query,
+            limit,
+            json,
+            connect,
+        }) => {
+            let api = api(&connect)?;
+            block_on(async move {
+                tools::integrations(&api, query.as_deref(), limit.max(1), json).await
+            })
+        }
+        Command::Server(command) => {
+            let data_dir = data_dir()?;
+            match command {
+                ServerCommand::Add {
+                    name,
+                    origin,
+                    display_name,
+                    default,
+                    token_stdin,
+                } => profiles::add(
+                    &data_dir,
+                    &name,
+                    &origin,
+                    display_name,
+                    default,
+                    token_stdin,
+                ),
+                ServerCommand::List => profiles::list(&data_dir),
+                ServerCommand::Use { name } => profiles::use_profile(&data_dir, &name),
+                ServerCommand::Remove { name } => profiles::remove(&data_dir, &name),
+                ServerCommand::RotateToken => profiles::rotate_token(&data_dir),
+            }
+        }
+        Command::Service(command) => {
+            let data_dir = data_dir()?;
+            match command {
+                ServiceCommand::Install { port, print, scope } => {
+                    let spec = service::spec(&data_dir, scope.as_deref(), port)?;
+                    block_on(service::install(spec, print))
+                }
+                ServiceCommand::Uninstall => service::uninstall(),
+                ServiceCommand::Status => block_on(service::status(&data_dir)),
+                ServiceCommand::Restart { port } => {
+                    let spec = service::spec(&data_dir, None, port)?;
+                    block_on(service::restart(spec))
+                }
+            }
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "executor",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+impl ServeFlags {
+    /// The flags a background start hands its `daemon run --foreground` child.
+    fn forwarded_args(&self, settings: &Settings) -> Vec<String> {
+        let mut args = vec![
+            "--port".to_owned(),
+            settings.bind.1.to_string(),
+            "--hostname".to_owned(),
+            settings.bind.0.to_string(),
+            "--execution-timeout".to_owned(),
+            format!("{}ms", settings.execution_timeout.as_millis()),
+            "--pause-ttl".to_owned(),
+            format!("{}ms", settings.pause_ttl.as_millis()),
+            "--call-timeout".to_owned(),
+            format!("{}ms", settings.calls.call_timeout.as_millis()),
+            "--max-tool-output-mib".to_owned(),
+            (settings.calls.max_output_bytes / (1024 * 1024)).to_string(),
+            "--max-mcp-sessions".to_owned(),
+            settings.mcp_sessions.total.to_string(),
+            "--max-mcp-sessions-per-token".to_owned(),
+            settings.mcp_sessions.per_token.to_string(),
+        ];
+        for allowed in &self.allowed_hosts {
+            args.push("--allowed-host".to_owned());
+            args.push(allowed.clone());
+        }
+        args
     }
 }
 

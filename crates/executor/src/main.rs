@@ -2,6 +2,8 @@
 //! flags into settings, opens the data directory and runs the server (or the stdio MCP server).
 
 mod cli;
+mod client;
+mod control;
 mod mcp_stdio;
 mod server;
 
@@ -9,13 +11,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     one_malloc_arena();
-    match cli::run() {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("executor: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::run()
 }
 
 /// glibc gives each thread that contends for the heap an arena of its own (up to 8 per CPU) and

@@ -22,7 +22,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, RoleServer, ServerHandler, ServiceExt};
 
 use crate::cli::McpSettings;
-use crate::server::{OpenError, open_engine, read_manifest, wait_for_signal};
+use crate::control::read_manifest;
+use crate::server::{OpenError, open_engine, wait_for_signal};
 
 /// How long to wait for a starting server's manifest when the data directory is locked.
 const MANIFEST_WAIT: Duration = Duration::from_secs(10);
@@ -66,7 +67,7 @@ async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
             );
             serve_stdio(Bridge {
                 endpoint,
-                token: crate::server::read_token(&settings.data_dir),
+                token: crate::control::read_token(&settings.data_dir),
                 upstream: tokio::sync::OnceCell::new(),
             })
             .await
@@ -104,14 +105,14 @@ async fn find_server(
 ) -> anyhow::Result<String> {
     let deadline = tokio::time::Instant::now() + MANIFEST_WAIT;
     loop {
-        if let Some((pid, url)) = read_manifest(data_dir) {
-            tracing::debug!(pid, %url, "found the running server");
-            return Ok(url);
+        if let Some(manifest) = read_manifest(data_dir).filter(|m| m.pid_alive()) {
+            tracing::debug!(pid = manifest.pid, url = %manifest.url, "found the running server");
+            return Ok(manifest.url);
         }
         if tokio::time::Instant::now() >= deadline {
             anyhow::bail!(
                 "{locked}; and no running server announced itself in {} (is another `executor mcp` serving this data directory?)",
-                crate::server::manifest_path(data_dir).display()
+                crate::control::manifest_path(data_dir).display()
             );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -1,10 +1,10 @@
 //! Running the server: data directory, engine, HTTP listener, signals, graceful shutdown.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use executor_engine::{Caller, Engine, EngineConfig, JsThreads, ProvidersConfig};
@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::Settings;
+use crate::control::{auth_path, load_or_mint_token, remove_manifest_of, write_manifest};
 
 /// How long in-flight requests may take to finish after a shutdown signal.
 const DRAIN: Duration = Duration::from_secs(10);
@@ -198,105 +199,6 @@ impl Opened {
     }
 }
 
-/// Where a running server announces itself: `{pid, url}`.
-pub(crate) fn manifest_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("server-control").join("server.json")
-}
-
-/// Writes the manifest (mode 0600) atomically.
-fn write_manifest(data_dir: &Path, url: &str) -> std::io::Result<PathBuf> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let path = manifest_path(data_dir);
-    let dir = path.parent().expect("manifest has a parent");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let tmp = dir.join(format!(".server.json.{}", std::process::id()));
-    let body = serde_json::json!({"pid": std::process::id(), "url": url});
-    {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(body.to_string().as_bytes())?;
-        file.sync_all()?;
-    }
-    std::fs::rename(&tmp, &path)?;
-    Ok(path)
-}
-
-/// Where the local API's bearer token lives: `server-control/auth.json` (`{"token": …}`).
-pub(crate) fn auth_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("server-control").join("auth.json")
-}
-
-/// The data directory's API token: read, or minted on first start (32 random bytes, base64url,
-/// file mode 0600 in a 0700 directory).
-pub(crate) fn load_or_mint_token(data_dir: &Path) -> anyhow::Result<String> {
-    use base64::Engine as _;
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    if let Some(token) = read_token(data_dir) {
-        return Ok(token);
-    }
-    let path = auth_path(data_dir);
-    let dir = path.parent().expect("auth file has a parent");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("creating {}", dir.display()))?;
-    let bytes: [u8; 32] = rand::random();
-    let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-    let tmp = dir.join(format!(".auth.json.{}", std::process::id()));
-    {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        file.write_all(serde_json::json!({ "token": token }).to_string().as_bytes())?;
-        file.sync_all()?;
-    }
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(token)
-}
-
-/// The token of a data directory, if one was minted.
-pub(crate) fn read_token(data_dir: &Path) -> Option<String> {
-    let bytes = std::fs::read(auth_path(data_dir)).ok()?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    value["token"]
-        .as_str()
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-}
-
-/// Removes the manifest if it is still ours.
-fn remove_manifest(path: &Path) {
-    let ours = std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .is_some_and(|v| v["pid"].as_u64() == Some(u64::from(std::process::id())));
-    if ours && let Err(e) = std::fs::remove_file(path) {
-        tracing::warn!(error = %e, path = %path.display(), "could not remove the server manifest");
-    }
-}
-
-/// The running server of a data directory, from its manifest: `(pid, url)`.
-pub(crate) fn read_manifest(data_dir: &Path) -> Option<(u32, String)> {
-    let bytes = std::fs::read(manifest_path(data_dir)).ok()?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    let pid = u32::try_from(value["pid"].as_u64()?).ok()?;
-    Some((pid, value["url"].as_str()?.to_owned()))
-}
-
 async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     // The owner lock, then the port, and only then the database: a server that cannot serve
     // (the directory is owned, the port taken) must not migrate a schema another process uses.
@@ -308,6 +210,9 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         }
         Err(OpenError::Other(e)) => return Err(e),
     };
+    // The token before the port: a client that connects as soon as it is bound reads the token
+    // file then, and must find the token this server will check.
+    let token = load_or_mint_token(&settings.data_dir)?;
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(settings.bind))
         .await
         .with_context(|| format!("binding {}:{}", settings.bind.0, settings.bind.1))?;
@@ -329,13 +234,6 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         Err(OpenError::Other(e)) => return Err(e),
     };
     let local = listener.local_addr().context("reading the bound address")?;
-    let token = match load_or_mint_token(&settings.data_dir) {
-        Ok(token) => token,
-        Err(e) => {
-            opened.close().await;
-            return Err(e);
-        }
-    };
     let shutdown = CancellationToken::new();
     let config = executor_server::ServeConfig {
         allowed_hosts: settings.allowed_hosts.clone(),
@@ -355,13 +253,20 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     // (only when an integration exists: an empty server would just hold them, see `warm_up`).
     let warm = opened.engine.clone();
     tokio::spawn(async move { warm.warm_up().await });
-    let shown_host = if local.ip().is_loopback() || local.ip().is_unspecified() {
+    let shown_host = if local.ip() == std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST) {
+        "[::1]".to_owned()
+    } else if local.ip().is_loopback() || local.ip().is_unspecified() {
         "127.0.0.1".to_owned()
     } else {
         local.ip().to_string()
     };
     let url = format!("http://{shown_host}:{}", local.port());
-    let manifest = match write_manifest(&settings.data_dir, &url) {
+    let kind = if settings.foreground_web {
+        "foreground"
+    } else {
+        "daemon"
+    };
+    let manifest = match write_manifest(&settings.data_dir, &settings.scope_dir, &url, kind) {
         Ok(path) => Some(path),
         Err(e) => {
             tracing::warn!(error = %e, "could not write the server manifest; `executor mcp` will not find this server");
@@ -382,8 +287,8 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
 
     wait_for_signal().await;
     tracing::info!("shutting down");
-    if let Some(path) = &manifest {
-        remove_manifest(path);
+    if manifest.is_some() {
+        remove_manifest_of(&settings.data_dir, std::process::id());
     }
     shutdown.cancel();
     match server.await {
@@ -409,100 +314,4 @@ pub(crate) async fn wait_for_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
     }
-}
-
-/// `daemon run` without `--foreground`: start a detached server, wait until it answers, report.
-pub(crate) fn spawn_background(settings: Settings) -> anyhow::Result<ExitCode> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-    use std::os::unix::process::CommandExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&settings.data_dir)
-        .with_context(|| format!("creating {}", settings.data_dir.display()))?;
-    let log_path = settings.data_dir.join("daemon.log");
-    // The log may quote tool names and upstream errors: the owner's alone, like the database.
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&log_path)
-        .and_then(|file| {
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            Ok(file)
-        })
-        .with_context(|| format!("opening {}", log_path.display()))?;
-    let exe = std::env::current_exe().context("locating the executor binary")?;
-    let (host, port) = settings.bind;
-    if port == 0 {
-        anyhow::bail!("a background server needs a fixed --port");
-    }
-    let mut command = std::process::Command::new(exe);
-    command
-        .args([
-            "daemon",
-            "run",
-            "--foreground",
-            "--port",
-            &port.to_string(),
-            "--hostname",
-            &host.to_string(),
-        ])
-        .arg("--execution-timeout")
-        .arg(format!("{}ms", settings.execution_timeout.as_millis()))
-        .arg("--pause-ttl")
-        .arg(format!("{}ms", settings.pause_ttl.as_millis()))
-        .arg("--call-timeout")
-        .arg(format!("{}ms", settings.calls.call_timeout.as_millis()))
-        .arg("--max-tool-output-mib")
-        .arg((settings.calls.max_output_bytes / (1024 * 1024)).to_string());
-    for allowed in &settings.allowed_hosts {
-        command.arg("--allowed-host").arg(allowed);
-    }
-    let mut child = command
-        .env("EXECUTOR_DATA_DIR", &settings.data_dir)
-        .env("EXECUTOR_SCOPE_DIR", &settings.scope_dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .process_group(0)
-        .spawn()
-        .context("starting the background server")?;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let addr = SocketAddr::from((host, port));
-    while Instant::now() < deadline {
-        if let Some(status) = child.try_wait()? {
-            anyhow::bail!(
-                "the background server exited with {status}; see {}",
-                log_path.display()
-            );
-        }
-        if health_ok(addr) {
-            println!(
-                "Executor is running at http://{host}:{port} (pid {})",
-                child.id()
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    anyhow::bail!(
-        "the background server did not become ready; see {}",
-        log_path.display()
-    )
-}
-
-fn health_ok(addr: SocketAddr) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
-    else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
-    let request = format!("GET /api/health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
-    let mut buf = [0u8; 16];
-    matches!(stream.read(&mut buf), Ok(n) if n >= 12 && &buf[9..12] == b"200")
 }
