@@ -96,7 +96,7 @@ impl Api {
             let how = if self.target.token.is_some() {
                 "rejected the credentials it was sent (401): check the profile's token or EXECUTOR_API_KEY"
             } else if self.target.local_port.is_some() {
-                "rejected this data directory's token (401): is it another data directory's server? Set EXECUTOR_DATA_DIR, or send a token with EXECUTOR_API_KEY"
+                "rejected this data directory's token (401): after `executor server rotate-token`, restart it (executor daemon restart); if it is another data directory's server, set EXECUTOR_DATA_DIR or send its token in EXECUTOR_API_KEY"
             } else {
                 "requires authentication (401): set EXECUTOR_API_KEY, or save a token with `executor server add <name> <origin> --token-stdin`"
             };
