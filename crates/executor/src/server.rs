@@ -241,13 +241,6 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         mcp_sessions: settings.mcp_sessions,
         caller: Some(opened.caller.clone()),
     };
-    let server = tokio::spawn(executor_server::serve_with(
-        listener,
-        opened.engine.clone(),
-        config,
-        shutdown.clone(),
-        DRAIN,
-    ));
     // The upstream HTTP clients load the system's root certificates: done once listening, so a
     // start is not kept waiting for them, and before the first call, which then does not either
     // (only when an integration exists: an empty server would just hold them, see `warm_up`).
@@ -273,6 +266,15 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
             None
         }
     };
+    // Serving only once the manifest is written: whoever sees this server answer (a starting
+    // client, `daemon run`) finds its record too.
+    let server = tokio::spawn(executor_server::serve_with(
+        listener,
+        opened.engine.clone(),
+        config,
+        shutdown.clone(),
+        DRAIN,
+    ));
     println!("Executor is running at {url}");
     // The token opens the API: shown to a person at a terminal, never written to a log file.
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) {

@@ -212,7 +212,7 @@ fn failure(outcome: &Value) -> Option<String> {
                     .map(|t| t.trim_start_matches("Error: ").to_owned())
             })
             .unwrap_or_else(|| "the execution failed".to_owned());
-        return Some(message);
+        return Some(plain_error(&message));
     }
     let Some(Err(error)) = tool_envelope(&structured["result"]) else {
         return None;
@@ -233,6 +233,24 @@ fn failure(outcome: &Value) -> Option<String> {
         }
     }
     Some(message)
+}
+
+/// A thrown error as a person reads it: without the `Error: ` the sandbox prefixes, and without
+/// the source position, which points into code `call` generated, not code they wrote.
+fn plain_error(message: &str) -> String {
+    let mut text = message.trim();
+    while let Some(rest) = text.strip_prefix("Error: ") {
+        text = rest.trim_start();
+    }
+    text.lines()
+        .filter(|line| {
+            let line = line.trim();
+            !(line.starts_with("at line ") && line.contains(", column "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim_end()
+        .to_owned()
 }
 
 /// What a person needs to answer a pause: the question, the browser link, and commands that
@@ -362,5 +380,11 @@ mod tests {
         let thrown = json!({"status": "completed", "isError": true, "text": "Error: boom",
             "structured": {"status": "error", "error": "boom"}});
         assert_eq!(failure(&thrown).as_deref(), Some("boom"));
+        let declined = json!({"status": "completed", "isError": true, "structured": {"status": "error",
+            "error": "Error: Tool \"x\" was declined by the user.\n    at line 1, column 14"}});
+        assert_eq!(
+            failure(&declined).as_deref(),
+            Some("Tool \"x\" was declined by the user.")
+        );
     }
 }
