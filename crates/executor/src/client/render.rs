@@ -171,5 +171,7 @@ mod tests {
         }
         assert_eq!(summary("\n  first line  \nsecond", 80), "first line");
         assert_eq!(summary("abcdefghij", 5), "abcd…");
+        assert_eq!(value(&json!("a \"raw\" string\n")), "a \"raw\" string\n");
+        assert_eq!(value(&json!({"a": 1})), "{\n  \"a\": 1\n}");
     }
 }
