@@ -399,14 +399,6 @@ async fn await_result(
         .unwrap_or(Value::Null))
 }
 
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
-
 fn callback_page(message: &str, payload: &Value) -> String {
     // JSON inside a <script>: no `<` may close the element.
     let data = payload
@@ -420,7 +412,7 @@ fn callback_page(message: &str, payload: &Value) -> String {
          try {{ if (window.opener) window.opener.postMessage(result, window.location.origin); }} catch (e) {{}}\n  \
          try {{ var c = new BroadcastChannel(\"executor:oauth-result\"); c.postMessage(result); c.close(); }} catch (e) {{}}\n  \
          if (window.opener) setTimeout(function () {{ window.close(); }}, 300);\n}})();\n</script></body></html>\n",
-        html_escape(message)
+        html_escape::encode_safe(message)
     )
 }
 

@@ -132,7 +132,7 @@ pub(crate) fn router(
 /// public (it is opened from a link) but holds nothing of the execution: the paused call's
 /// message and form come from `GET /api/executions/:id`, which needs the bearer token.
 async fn resume_page(Path(id): Path<String>) -> Html<String> {
-    let id_html = escape(&id);
+    let id_html = html_escape::encode_safe(&id);
     let id_js = serde_json::to_string(&id)
         .unwrap_or_default()
         .replace('<', "\\u003c");
@@ -223,14 +223,6 @@ document.getElementById("decline").onclick = () => answer("decline");
 load().catch((e) => {{ status.textContent = "Failed: " + e; }});
 </script></body></html>"##
     ))
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
 }
 
 #[cfg(test)]

@@ -120,12 +120,9 @@ pub(crate) fn systemd_unit(spec: &Spec) -> CliResult<String> {
     Ok(unit)
 }
 
-fn xml_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&apos;")
+/// An element's text in XML: `&`, `<` and `>` as references.
+fn escape_xml(text: &str) -> std::borrow::Cow<'_, str> {
+    html_escape::encode_text(text)
 }
 
 /// The launchd agent (`~/Library/LaunchAgents/sh.executor.daemon.plist`).
@@ -139,17 +136,17 @@ pub(crate) fn launchd_plist(spec: &Spec) -> CliResult<String> {
     plist.push_str(&format!("  <key>Label</key>\n  <string>{LABEL}</string>\n"));
     plist.push_str("  <key>ProgramArguments</key>\n  <array>\n");
     for arg in spec.args() {
-        plist.push_str(&format!("    <string>{}</string>\n", xml_escape(&arg)));
+        plist.push_str(&format!("    <string>{}</string>\n", escape_xml(&arg)));
     }
     plist.push_str("  </array>\n  <key>EnvironmentVariables</key>\n  <dict>\n");
     for (key, value) in spec.env() {
         plist.push_str(&format!(
             "    <key>{}</key>\n    <string>{}</string>\n",
-            xml_escape(&key),
-            xml_escape(&value)
+            escape_xml(&key),
+            escape_xml(&value)
         ));
     }
-    let log = xml_escape(&spec.log().to_string_lossy());
+    let log = escape_xml(&spec.log().to_string_lossy()).into_owned();
     plist.push_str("  </dict>\n  <key>RunAtLoad</key>\n  <true/>\n");
     plist.push_str("  <key>KeepAlive</key>\n  <dict>\n    <key>SuccessfulExit</key>\n    <false/>\n  </dict>\n");
     plist.push_str("  <key>ThrottleInterval</key>\n  <integer>5</integer>\n");
@@ -514,7 +511,7 @@ mod tests {
         spec.data_dir = PathBuf::from("/Users/a&b/<data>");
         let plist = launchd_plist(&spec).unwrap();
         assert!(
-            plist.contains("<string>/opt/my tools/exec&quot;utor</string>"),
+            plist.contains("<string>/opt/my tools/exec\"utor</string>"),
             "{plist}"
         );
         assert!(

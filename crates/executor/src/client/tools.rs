@@ -23,6 +23,24 @@ async fn run_helper(api: &Api, helper: &str, args: Value) -> CliResult<Value> {
     Ok(outcome["structured"]["result"].clone())
 }
 
+/// A helper's page of results: printed whole for `--json` (then `None`), else its items and
+/// total.
+async fn page(
+    api: &Api,
+    helper: &str,
+    args: Value,
+    as_json: bool,
+) -> CliResult<Option<(Vec<Value>, u64)>> {
+    let page = run_helper(api, helper, args).await?;
+    if as_json {
+        print_json(&page);
+        return Ok(None);
+    }
+    let items = page["items"].as_array().cloned().unwrap_or_default();
+    let total = page["total"].as_u64().unwrap_or(items.len() as u64);
+    Ok(Some((items, total)))
+}
+
 fn print_json(value: &Value) {
     println!(
         "{}",
@@ -42,12 +60,9 @@ pub(crate) async fn search(
     if let Some(namespace) = namespace {
         args["namespace"] = json!(namespace);
     }
-    let page = run_helper(api, "tools.search", args).await?;
-    if as_json {
-        print_json(&page);
+    let Some((items, total)) = page(api, "tools.search", args, as_json).await? else {
         return Ok(ExitCode::SUCCESS);
-    }
-    let items = page["items"].as_array().cloned().unwrap_or_default();
+    };
     if items.is_empty() {
         println!("No tools match {query:?}.");
         println!("List the integrations: executor tools integrations");
@@ -63,7 +78,6 @@ pub(crate) async fn search(
         })
         .collect();
     print!("{}", table(&["PATH", "DESCRIPTION"], &rows));
-    let total = page["total"].as_u64().unwrap_or(items.len() as u64);
     println!(
         "\n{} of {total}. Describe one: executor tools describe <path>",
         items.len()
@@ -144,12 +158,10 @@ pub(crate) async fn integrations(
     if let Some(query) = query {
         args["query"] = json!(query);
     }
-    let page = run_helper(api, "tools.executor.integrations.list", args).await?;
-    if as_json {
-        print_json(&page);
+    let Some((items, total)) = page(api, "tools.executor.integrations.list", args, as_json).await?
+    else {
         return Ok(ExitCode::SUCCESS);
-    }
-    let items = page["items"].as_array().cloned().unwrap_or_default();
+    };
     if items.is_empty() {
         println!(
             "No integrations{}.",
@@ -172,7 +184,6 @@ pub(crate) async fn integrations(
         })
         .collect();
     print!("{}", table(&["ID", "KIND", "TOOLS", "DESCRIPTION"], &rows));
-    let total = page["total"].as_u64().unwrap_or(items.len() as u64);
     if total > items.len() as u64 {
         println!("\n{} of {total}; --limit shows more.", items.len());
     }
