@@ -9,7 +9,7 @@
 // its manifest (server-control/server.json), so nothing outlives the test.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { spawn, spawnSync, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import http from "node:http";
@@ -250,6 +250,34 @@ test("call: a tool error is its message on stderr and exit 1", T, async () => {
   exits(r, 1);
   assert.equal(r.stdout, "", said(r));
   assert.match(r.stderr, /fixture failure: something broke/, said(r));
+});
+
+test("a long wait draws a spinner on stderr at a terminal, and nothing when stderr is not one", T, async (t) => {
+  const args = ["call", slug, "org", "main", "slow", '{"ms":1500}', ...U()];
+  const plain = await shared.run(args);
+  exits(plain, 0);
+  assert.equal(plain.stderr, "", `no terminal, no spinner${said(plain)}`);
+  if (spawnSync("script", ["--version"]).status !== 0) return t.skip("util-linux `script` (a pty for the command) is not installed");
+  // `script` runs the command on a pseudo-terminal and copies what it draws to our stdout.
+  const quote = (a) => `'${a.replace(/'/g, `'\\''`)}'`;
+  const command = [EXECUTOR_BIN, ...args].map(quote).join(" ");
+  const env = { ...process.env, EXECUTOR_DATA_DIR: shared.dataDir, EXECUTOR_SCOPE_DIR: shared.dataDir, TERM: "xterm" };
+  delete env.EXECUTOR_API_KEY;
+  // Not spawnSync: the fixture answering the call lives in this process's event loop.
+  const tty = await new Promise((resolve) => {
+    const child = spawn("script", ["-qec", command, "/dev/null"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stdout += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    child.once("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout });
+    });
+  });
+  assert.equal(tty.status, 0, tty.stdout);
+  assert.match(tty.stdout, /Waiting for http:\/\/127\.0\.0\.1:\d+/, `the spinner's message at a terminal:\n${tty.stdout}`);
+  assert.match(tty.stdout, /workspace/i, `and the tool's answer after it:\n${tty.stdout}`);
 });
 
 test("call: an unknown tool is exit 1 with 'Did you mean:' suggestions", T, async () => {

@@ -106,19 +106,40 @@ pub(crate) async fn call(api: &Api, invocation: Invocation, output: Output) -> C
 
 /// A `tool_not_found` the server had no suggestion for gets the catalog's closest paths.
 async fn suggest_when_unknown(api: &Api, path: &[String], outcome: &mut Value) {
-    let error = &mut outcome["structured"]["result"]["error"];
-    if error["code"] != "tool_not_found" || !suggestions_of(error).is_empty() {
+    if !unknown_without_suggestions(outcome) {
         return;
     }
     let Ok(answer) = api.get("/api/tools?includeBlocked=false").await else {
         return;
     };
-    if !answer.status.is_success() {
+    if answer.status.is_success() {
+        let closest = super::browse::closest(&super::browse::entries(&answer.body), path, 5);
+        add_suggestions(outcome, closest);
+    }
+}
+
+// Both read through `pointer`: indexing a `Value` mutably inserts keys into objects and panics
+// on anything else (a tool may answer a bare string).
+fn unknown_without_suggestions(outcome: &Value) -> bool {
+    outcome
+        .pointer("/structured/result/error")
+        .is_some_and(|error| error["code"] == "tool_not_found" && suggestions_of(error).is_empty())
+}
+
+fn add_suggestions(outcome: &mut Value, closest: Vec<String>) {
+    let Some(Value::Object(error)) = outcome.pointer_mut("/structured/result/error") else {
+        return;
+    };
+    if closest.is_empty() {
         return;
     }
-    let closest = super::browse::closest(&super::browse::entries(&answer.body), path, 5);
-    if !closest.is_empty() {
-        error["details"]["suggestions"] = json!(closest);
+    match error.get_mut("details") {
+        Some(Value::Object(details)) => {
+            details.insert("suggestions".to_owned(), json!(closest));
+        }
+        _ => {
+            error.insert("details".to_owned(), json!({ "suggestions": closest }));
+        }
     }
 }
 
@@ -361,6 +382,32 @@ mod tests {
         std::fs::write(&file, r#"{"q":"x"}"#).unwrap();
         let ok = parse_invocation(&words(&["a.b", &format!("@{}", file.display())])).unwrap();
         assert_eq!(ok.args, json!({"q": "x"}));
+    }
+
+    #[test]
+    fn any_result_shape_is_safe_to_inspect() {
+        for result in [
+            json!("a bare string"),
+            json!([1, 2]),
+            json!(null),
+            json!({"ok": true, "data": 1}),
+        ] {
+            let mut outcome =
+                json!({"status": "completed", "structured": {"result": result.clone()}});
+            assert!(!unknown_without_suggestions(&outcome));
+            add_suggestions(&mut outcome, vec!["a.b".to_owned()]);
+            assert_eq!(outcome["structured"]["result"], result, "left as it was");
+            assert_eq!(failure(&outcome), None);
+        }
+        let mut unknown = json!({"structured": {"result": {"ok": false,
+            "error": {"code": "tool_not_found", "message": "no", "details": {"path": "x"}}}}});
+        assert!(unknown_without_suggestions(&unknown));
+        add_suggestions(&mut unknown, vec!["a.org.main.echo".to_owned()]);
+        assert!(!unknown_without_suggestions(&unknown));
+        assert_eq!(
+            unknown["structured"]["result"]["error"]["details"]["path"],
+            "x"
+        );
     }
 
     #[test]
