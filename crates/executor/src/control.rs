@@ -46,6 +46,21 @@ pub(crate) fn write_private(path: &Path, body: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// The URL a server bound to `ip:port` is reached at from this machine: loopback as
+/// `127.0.0.1` (or `[::1]`), an unspecified address through IPv4 loopback, any other as bound.
+pub(crate) fn server_url(ip: std::net::IpAddr, port: u16) -> String {
+    let host = if ip == std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST) {
+        "[::1]".to_owned()
+    } else if ip.is_loopback() || ip.is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else if ip.is_ipv6() {
+        format!("[{ip}]")
+    } else {
+        ip.to_string()
+    };
+    format!("http://{host}:{port}")
+}
+
 /// Where a running server announces itself.
 pub(crate) fn manifest_path(data_dir: &Path) -> PathBuf {
     control_dir(data_dir).join("server.json")

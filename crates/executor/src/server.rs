@@ -13,7 +13,9 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::Settings;
-use crate::control::{auth_path, load_or_mint_token, remove_manifest_of, write_manifest};
+use crate::control::{
+    auth_path, load_or_mint_token, remove_manifest_of, server_url, write_manifest,
+};
 
 /// How long in-flight requests may take to finish after a shutdown signal.
 const DRAIN: Duration = Duration::from_secs(10);
@@ -246,14 +248,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     // (only when an integration exists: an empty server would just hold them, see `warm_up`).
     let warm = opened.engine.clone();
     tokio::spawn(async move { warm.warm_up().await });
-    let shown_host = if local.ip() == std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST) {
-        "[::1]".to_owned()
-    } else if local.ip().is_loopback() || local.ip().is_unspecified() {
-        "127.0.0.1".to_owned()
-    } else {
-        local.ip().to_string()
-    };
-    let url = format!("http://{shown_host}:{}", local.port());
+    let url = server_url(local.ip(), local.port());
     let kind = if settings.foreground_web {
         "foreground"
     } else {

@@ -182,16 +182,21 @@ impl Api {
 }
 
 /// Whether something answers `GET /api/health` at a plain-http local `origin` within `timeout`.
+/// One client serves every probe of a command (a start polls every few milliseconds).
 pub(crate) async fn local_healthy(origin: &str, timeout: Duration) -> bool {
-    let Ok(http) = reqwest::Client::builder()
-        .timeout(timeout)
-        .tls_certs_only([])
-        .no_proxy()
-        .build()
-    else {
+    static PROBE: std::sync::OnceLock<Option<reqwest::Client>> = std::sync::OnceLock::new();
+    let probe = PROBE.get_or_init(|| {
+        reqwest::Client::builder()
+            .tls_certs_only([])
+            .no_proxy()
+            .build()
+            .ok()
+    });
+    let Some(http) = probe else {
         return false;
     };
-    match http.get(format!("{origin}/api/health")).send().await {
+    let request = http.get(format!("{origin}/api/health")).timeout(timeout);
+    match request.send().await {
         Ok(response) => response.status().is_success(),
         Err(_) => false,
     }

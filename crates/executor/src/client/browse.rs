@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use super::api::Api;
-use super::render::{summary, table};
+use super::render::{summary, table, tool_card};
 use super::{CliError, CliResult};
 
 /// One callable tool: its path as `call` takes it (no `tools.` root) and its API address.
@@ -199,34 +199,8 @@ async fn describe_leaf(api: &Api, tool: &Entry) -> CliResult {
         percent_encoding::utf8_percent_encode(&tool.address, percent_encoding::NON_ALPHANUMERIC)
     );
     let schema = api.expect_ok(api.get(&path).await?)?;
-    let mut out = format!("Tool: {}\n", tool.segments.join("."));
-    let description = schema["description"]
-        .as_str()
-        .unwrap_or(&tool.description)
-        .trim();
-    if !description.is_empty() {
-        out.push_str(&format!("\n{description}\n"));
-    }
-    for (label, key) in [("Input", "inputTypeScript"), ("Output", "outputTypeScript")] {
-        if let Some(ts) = schema[key].as_str() {
-            out.push_str(&format!("\n{label}:\n{}\n", indent(ts)));
-        }
-    }
-    if let Some(defs) = schema["typeScriptDefinitions"].as_object()
-        && !defs.is_empty()
-    {
-        let used = out.clone();
-        let shown: Vec<_> = defs
-            .iter()
-            .filter(|(name, _)| mentions(&used, name))
-            .collect();
-        if !shown.is_empty() {
-            out.push_str("\nTypes:\n");
-            for (_, ts) in shown {
-                out.push_str(&format!("{}\n", indent(ts.as_str().unwrap_or(""))));
-            }
-        }
-    }
+    let description = schema["description"].as_str().unwrap_or(&tool.description);
+    let mut out = tool_card(&tool.segments.join("."), description, &schema, "  ");
     out.push_str(&format!(
         "\nCall it: executor call {} '{{…}}'\n",
         tool.segments.join(" ")
@@ -235,21 +209,13 @@ async fn describe_leaf(api: &Api, tool: &Entry) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether TypeScript `text` names the type `name` (as a whole word).
-pub(crate) fn mentions(text: &str, name: &str) -> bool {
-    text.match_indices(name).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + name.len()..].chars().next();
-        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-        !word(before) && !word(after)
-    })
-}
-
-fn indent(text: &str) -> String {
-    text.lines()
-        .map(|l| format!("  {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// The catalog's closest paths to `path`, for an unknown tool the server had no suggestion
+/// for; empty when the catalog cannot be read.
+pub(crate) async fn closest_in_catalog(api: &Api, path: &[String]) -> Vec<String> {
+    match api.get("/api/tools?includeBlocked=false").await {
+        Ok(answer) if answer.status.is_success() => closest(&entries(&answer.body), path, 5),
+        _ => Vec::new(),
+    }
 }
 
 /// Up to `n` tool paths closest to `path`: most leading segments in common first, then the

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 use super::api::Api;
-use super::render::{content_template, shell_quote, value};
+use super::render::{content_template, did_you_mean, shell_quote, value};
 use super::{CliError, CliResult};
 
 /// A parsed `call` command line: the tool's path segments and its arguments.
@@ -109,13 +109,8 @@ async fn suggest_when_unknown(api: &Api, path: &[String], outcome: &mut Value) {
     if !unknown_without_suggestions(outcome) {
         return;
     }
-    let Ok(answer) = api.get("/api/tools?includeBlocked=false").await else {
-        return;
-    };
-    if answer.status.is_success() {
-        let closest = super::browse::closest(&super::browse::entries(&answer.body), path, 5);
-        add_suggestions(outcome, closest);
-    }
+    let closest = super::browse::closest_in_catalog(api, path).await;
+    add_suggestions(outcome, closest);
 }
 
 // Both read through `pointer`: indexing a `Value` mutably inserts keys into objects and panics
@@ -245,15 +240,7 @@ fn failure(outcome: &Value) -> Option<String> {
     if let Some(code) = error["code"].as_str() {
         message = format!("{message} ({code})");
     }
-    let suggestions = suggestions_of(error);
-    if !suggestions.is_empty() {
-        message.push_str("\nDid you mean:");
-        for suggestion in suggestions {
-            message.push_str("\n  ");
-            message.push_str(&suggestion);
-        }
-    }
-    Some(message)
+    Some(did_you_mean(message, &suggestions_of(error)))
 }
 
 /// A thrown error as a person reads it: without the `Error: ` the sandbox prefixes, and without

@@ -28,14 +28,7 @@ pub(crate) async fn run_background(
             "a background daemon needs a fixed --port (or run it with --foreground)",
         ));
     }
-    let shown = if host.is_loopback() || host.is_unspecified() {
-        "127.0.0.1".to_owned()
-    } else if host.is_ipv6() {
-        format!("[{host}]")
-    } else {
-        host.to_string()
-    };
-    let origin = format!("http://{shown}:{port}");
+    let origin = control::server_url(host, port);
     let started = autostart::start(data_dir, Some(scope_dir), &origin, port, args).await?;
     match started {
         Started::Spawned(pid) => println!("Executor is running at {origin} (pid {pid})"),

@@ -108,6 +108,65 @@ fn skeleton(schema: &Value, depth: usize) -> Value {
     }
 }
 
+/// A tool as `describe` shows it: its path, description, TypeScript input and output, and the
+/// type definitions those name. `schema` holds `inputTypeScript`, `outputTypeScript` and
+/// `typeScriptDefinitions` (a `ToolSchemaView` or a `describe.tool` answer); the TypeScript is
+/// indented by `pad`.
+pub(crate) fn tool_card(path: &str, description: &str, schema: &Value, pad: &str) -> String {
+    let indent = |text: &str| {
+        text.lines()
+            .map(|l| format!("{pad}{l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut out = format!("Tool: {path}\n");
+    let description = description.trim();
+    if !description.is_empty() {
+        out.push_str(&format!("\n{description}\n"));
+    }
+    for (label, key) in [("Input", "inputTypeScript"), ("Output", "outputTypeScript")] {
+        if let Some(ts) = schema[key].as_str() {
+            out.push_str(&format!("\n{label}:\n{}\n", indent(ts)));
+        }
+    }
+    if let Some(defs) = schema["typeScriptDefinitions"].as_object() {
+        let shown: Vec<&str> = defs
+            .iter()
+            .filter(|(name, _)| mentions(&out, name))
+            .map(|(_, ts)| ts.as_str().unwrap_or(""))
+            .collect();
+        if !shown.is_empty() {
+            out.push_str("\nTypes:\n");
+            for ts in shown {
+                out.push_str(&format!("{}\n", indent(ts)));
+            }
+        }
+    }
+    out
+}
+
+/// Whether TypeScript `text` names the type `name` (as a whole word).
+fn mentions(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !word(before) && !word(after)
+    })
+}
+
+/// `message`, then the suggested paths under "Did you mean:".
+pub(crate) fn did_you_mean(mut message: String, suggestions: &[String]) -> String {
+    if !suggestions.is_empty() {
+        message.push_str("\nDid you mean:");
+        for suggestion in suggestions {
+            message.push_str("\n  ");
+            message.push_str(suggestion);
+        }
+    }
+    message
+}
+
 /// `text` quoted for a POSIX shell, so a printed command can be pasted as it is.
 pub(crate) fn shell_quote(text: &str) -> String {
     shlex::try_quote(text)

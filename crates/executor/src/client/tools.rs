@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 use super::api::Api;
-use super::render::{summary, table};
+use super::render::{did_you_mean, summary, table, tool_card};
 use super::{CliError, CliResult};
 
 /// Runs `return await <helper>(<args>)` and hands back its result, or the failure as exit 1.
@@ -97,53 +97,20 @@ pub(crate) async fn describe(api: &Api, path: &str, as_json: bool) -> CliResult 
         };
     }
     if let Some(error) = described.get("error") {
-        let mut message = error["message"]
+        let message = error["message"]
             .as_str()
             .unwrap_or("no such tool")
             .to_owned();
         let mut suggestions = super::call::suggestions_of(error);
-        if suggestions.is_empty()
-            && let Ok(answer) = api.get("/api/tools?includeBlocked=false").await
-            && answer.status.is_success()
-        {
+        if suggestions.is_empty() {
             let wanted: Vec<String> = path.split('.').map(str::to_owned).collect();
-            suggestions = super::browse::closest(&super::browse::entries(&answer.body), &wanted, 5);
+            suggestions = super::browse::closest_in_catalog(api, &wanted).await;
         }
-        if !suggestions.is_empty() {
-            message.push_str("\nDid you mean:");
-            for s in suggestions {
-                message.push_str(&format!("\n  {s}"));
-            }
-        }
-        return Err(CliError::failed(message));
+        return Err(CliError::failed(did_you_mean(message, &suggestions)));
     }
-    let mut out = format!("Tool: {}\n", described["path"].as_str().unwrap_or(path));
-    if let Some(description) = described["description"].as_str().map(str::trim)
-        && !description.is_empty()
-    {
-        out.push_str(&format!("\n{description}\n"));
-    }
-    for (label, key) in [("Input", "inputTypeScript"), ("Output", "outputTypeScript")] {
-        if let Some(ts) = described[key].as_str() {
-            out.push_str(&format!("\n{label}:\n{ts}\n"));
-        }
-    }
-    if let Some(defs) = described["typeScriptDefinitions"].as_object()
-        && !defs.is_empty()
-    {
-        let used = out.clone();
-        let shown: Vec<_> = defs
-            .iter()
-            .filter(|(name, _)| super::browse::mentions(&used, name))
-            .collect();
-        if !shown.is_empty() {
-            out.push_str("\nTypes:\n");
-            for (_, ts) in shown {
-                out.push_str(&format!("{}\n", ts.as_str().unwrap_or("")));
-            }
-        }
-    }
-    print!("{out}");
+    let shown_path = described["path"].as_str().unwrap_or(path);
+    let description = described["description"].as_str().unwrap_or("");
+    print!("{}", tool_card(shown_path, description, &described, ""));
     Ok(ExitCode::SUCCESS)
 }
 
