@@ -44,11 +44,14 @@ pub use executions::call_limits::{
     CallLimitsConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_CALLS_PER_INTEGRATION,
     DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_SLOT_WAIT,
 };
+pub use executions::feed::{ExecutionEvent, ExecutionWatch};
 pub use executions::{
     AgentLink, ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ProgressSink, ResumeAction,
 };
 pub use executor_sandbox::JS_THREAD_STACK;
-pub use executor_store::{ExecutionStatus, ExecutionSummary};
+pub use executor_store::{
+    ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionSummary,
+};
 pub use kinds::graphql::{
     AddGraphqlIntegration, GraphqlConfigView, GraphqlIntegrationAdded, GraphqlIntegrationView,
 };
@@ -180,6 +183,8 @@ pub(crate) struct Inner {
     pub(crate) history_retention: Duration,
     /// Writes executions that never paused, in batches.
     pub(crate) history: executions::history::HistoryWriter,
+    /// Starts, pauses and settles, for whoever watches.
+    pub(crate) feed: executions::feed::Feed,
     /// Fires when integrations or connections change, so agent surfaces can say their tool
     /// list changed.
     pub(crate) catalog_changed: tokio::sync::broadcast::Sender<()>,
@@ -282,6 +287,7 @@ impl Engine {
             history_retention: config.history_retention,
             history,
             catalog_changed: tokio::sync::broadcast::channel(16).0,
+            feed: executions::feed::Feed::default(),
             catalog_generation: std::sync::atomic::AtomicU64::new(0),
             search_index: core_tools::IndexCache::default(),
             core_tools: core_tools::STATIC_TOOLS,

@@ -73,7 +73,7 @@ pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToke
         .layer(axum::middleware::map_response(no_framing))
 }
 
-/// HTML pages (approval, OAuth callback, home) take clicks: no other site may frame them
+/// HTML pages (the console, the OAuth callback) take clicks: no other site may frame them
 /// (clickjacking). JSON answers are not rendered, so they are left alone.
 async fn no_framing(mut response: axum::response::Response) -> axum::response::Response {
     use axum::http::{HeaderValue, header};
@@ -84,10 +84,13 @@ async fn no_framing(mut response: axum::response::Response) -> axum::response::R
         .is_some_and(|v| v.starts_with("text/html"));
     if html {
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static("frame-ancestors 'none'"),
-        );
+        // The console sets a stricter policy of its own (which also forbids framing).
+        if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+            headers.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static("frame-ancestors 'none'"),
+            );
+        }
         headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     }
     response

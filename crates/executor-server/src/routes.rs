@@ -57,7 +57,9 @@ pub(crate) fn router(engine: Engine) -> Router {
         .route("/tools", get(list_tools))
         .route("/tools/schema", get(tool_schema))
         .route("/executions", get(list_executions).post(execute))
+        .route("/executions/events", get(execution_events))
         .route("/executions/{id}", get(get_execution))
+        .route("/executions/{id}/journal", get(execution_journal))
         .route("/executions/{id}/resume", post(resume_execution))
         .merge(crate::mcp_routes::router())
         .merge(crate::graphql_routes::router())
@@ -67,9 +69,8 @@ pub(crate) fn router(engine: Engine) -> Router {
         .fallback(not_found)
         .with_state(engine);
     Router::new()
-        .route("/", get(home))
         .nest("/api", api)
-        .fallback(not_found)
+        .fallback(console)
         .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(
             |_panic: Box<dyn std::any::Any + Send>| {
@@ -130,27 +131,13 @@ fn owner(raw: &str) -> Result<Owner, ApiError> {
         .map_err(|_| ApiError::schema(format!("owner must be \"org\" or \"user\", got {raw:?}")))
 }
 
-async fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, "Not Found").into_response()
+/// Every path outside `/api` and `/mcp`: the web console (its shell is public and holds no data).
+async fn console(request: Request) -> Response {
+    executor_console::serve(request.method(), request.uri().path(), request.headers())
 }
 
-/// `/`: where the printed `?_token=` link lands until the web console does. It says what runs
-/// here and keeps the token in this browser for the approval pages (public: it holds no data).
-async fn home() -> Response {
-    axum::response::Html(concat!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Executor</title></head>",
-        "<body style=\"font-family:sans-serif;max-width:50rem;margin:2rem auto\">",
-        "<h1>Executor is running</h1>",
-        "<p>Agents connect to the MCP endpoint <code>/mcp</code> (streamable HTTP). The HTTP API is under ",
-        "<code>/api</code> (send <code>Authorization: Bearer &lt;token&gt;</code>). Approval links ",
-        "(<code>/resume/…</code>) open in this browser.</p><p id=\"token\"></p>",
-        "<script>const t = new URLSearchParams(location.search).get(\"_token\");",
-        "if (t) { localStorage.setItem(\"executor:token\", t); history.replaceState(null, \"\", location.pathname); }",
-        "document.getElementById(\"token\").textContent = localStorage.getItem(\"executor:token\") ",
-        "? \"This browser holds the API token.\" : \"Open the link the server printed (it ends in ?_token=…) to sign this browser in.\";",
-        "</script></body></html>"
-    ))
-    .into_response()
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found").into_response()
 }
 
 async fn health() -> Response {
@@ -454,7 +441,20 @@ async fn list_executions(
     };
     let limit = number("limit", 50)?.clamp(1, executor_engine::MAX_HISTORY_PAGE);
     let offset = number("offset", 0)?;
-    let list = engine.list_executions(&caller, limit, offset).await?;
+    let filter = executor_engine::ExecutionFilter {
+        status: match query.get("status").filter(|v| !v.is_empty()) {
+            None => None,
+            Some(raw) => Some(executor_engine::ExecutionStatus::parse(raw).ok_or_else(|| {
+                ApiError::schema(format!(
+                    "status must be one of running, paused, completed, failed, expired, got {raw:?}"
+                ))
+            })?),
+        },
+        integration: query.get("integration").filter(|v| !v.is_empty()).cloned(),
+    };
+    let list = engine
+        .list_executions(&caller, &filter, limit, offset)
+        .await?;
     ok(Value::Array(
         list.iter().map(wire::execution_summary).collect(),
     ))
@@ -467,6 +467,41 @@ async fn get_execution(
 ) -> ApiResult {
     let paused = engine.paused_execution(&caller, &id).await?;
     ok(json!({ "text": paused.text, "structured": paused.structured }))
+}
+
+/// Beyond the original: what was recorded of one execution (code, outcome, the journal of its
+/// tool calls with redacted arguments), for the console's execution page.
+async fn execution_journal(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let (record, calls) = engine.execution_record(&caller, &id).await?;
+    ok(wire::execution_record(&record, &calls))
+}
+
+/// Beyond the original: server-sent events, one `execution` event (a history item) each time
+/// one of the caller's executions starts, pauses, resumes or settles; `resync` when this
+/// stream fell behind and the client should read the history again.
+async fn execution_events(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    use executor_engine::ExecutionEvent;
+    let watch = engine.watch_executions(&caller);
+    let events = futures::stream::unfold(watch, |mut watch| async move {
+        let event = match watch.next().await? {
+            ExecutionEvent::Changed(summary) => Event::default()
+                .event("execution")
+                .data(wire::execution_summary(&summary).to_string()),
+            ExecutionEvent::Missed => Event::default().event("resync").data("{}"),
+        };
+        Some((Ok::<_, std::convert::Infallible>(event), watch))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
+        .into_response()
 }
 
 async fn resume_execution(

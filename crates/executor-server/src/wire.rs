@@ -8,7 +8,7 @@ use executor_engine::{
     AuthTemplateMode, BUILTIN_INTEGRATION, ExecutionOutcome, ExecutionSummary, IntegrationView,
     Paused, PolicyView, STATIC_TOOL_CONNECTION, ToolSchema,
 };
-use executor_store::{ConnectionRecord, ToolSummary};
+use executor_store::{ConnectionRecord, ExecutionCallRecord, ExecutionRecord, ToolSummary};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -179,6 +179,75 @@ pub(crate) fn execution_summary(e: &ExecutionSummary) -> Value {
     if let Some(is_error) = e.is_error {
         body["isError"] = json!(is_error);
     }
+    body
+}
+
+/// `GET /api/executions/:id/journal`: the summary fields, the code, the outcome and the calls.
+pub(crate) fn execution_record(r: &ExecutionRecord, calls: &[ExecutionCallRecord]) -> Value {
+    let mut body = execution_summary(&ExecutionSummary {
+        id: r.id.clone(),
+        status: r.status,
+        started_at: r.started_at,
+        finished_at: r.finished_at,
+        duration_ms: r.duration_ms,
+        tool_calls: r.tool_calls,
+        is_error: r
+            .outcome
+            .as_ref()
+            .and_then(|o| o.get("isError"))
+            .and_then(Value::as_bool),
+    });
+    body["code"] = json!(r.code);
+    body["autoApprove"] = json!(r.auto_approve);
+    if let Some(outcome) = &r.outcome {
+        body["outcome"] = outcome.clone();
+    }
+    if let Some(at) = r.expires_at {
+        body["expiresAt"] = json!(at);
+    }
+    if let Some(pending) = &r.pending {
+        // What a person is asked; the recorded caller and downstream sessions stay inside.
+        let mut shown = serde_json::Map::new();
+        for key in [
+            "seq",
+            "message",
+            "address",
+            "kind",
+            "args",
+            "requestedSchema",
+            "url",
+        ] {
+            if let Some(v) = pending.get(key) {
+                shown.insert(key.to_owned(), v.clone());
+            }
+        }
+        body["pending"] = Value::Object(shown);
+    }
+    body["calls"] = calls
+        .iter()
+        .map(|c| {
+            let mut call = json!({
+                "seq": c.seq,
+                "path": c.path,
+                "args": c.args,
+                "startedAt": c.started_at,
+            });
+            if let Some(ms) = c.duration_ms {
+                call["durationMs"] = json!(ms);
+            }
+            if let Some(outcome) = &c.outcome {
+                call["outcome"] = outcome.clone();
+            }
+            if let Some(pause) = &c.pause {
+                call["approval"] = json!({
+                    "message": pause.get("message"),
+                    "kind": pause.get("kind"),
+                    "decision": pause.get("decision"),
+                });
+            }
+            call
+        })
+        .collect();
     body
 }
 

@@ -103,6 +103,15 @@ pub struct ExecutionSummary {
     pub is_error: Option<bool>,
 }
 
+/// Which executions a history page shows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExecutionFilter {
+    pub status: Option<ExecutionStatus>,
+    /// Only executions that called a tool of this integration (its slug, the first segment of
+    /// a call's path).
+    pub integration: Option<String>,
+}
+
 /// Persistence of executions and their journals. A supertrait of [`crate::Store`].
 ///
 /// Rows are scoped by tenant and subject; the sweeps (`expire_paused_executions`,
@@ -138,10 +147,11 @@ pub trait ExecutionStore: Send + Sync + 'static {
     /// `paused` → `running` when the row is paused and not past `expires_at` at `now`.
     /// Whether this caller won the claim.
     async fn claim_paused_execution(&self, scope: &Scope, id: &str, now: i64) -> Result<bool>;
-    /// Newest first.
+    /// Newest first, those `filter` lets through.
     async fn list_executions(
         &self,
         scope: &Scope,
+        filter: &ExecutionFilter,
         limit: u32,
         offset: u32,
     ) -> Result<Vec<ExecutionSummary>>;

@@ -21,7 +21,8 @@ mod sqlite;
 mod vault;
 
 pub use executions::{
-    ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, ExecutionSummary,
+    ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionStore,
+    ExecutionSummary,
 };
 pub use sqlite::{DataDirLock, SqliteStore};
 pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};

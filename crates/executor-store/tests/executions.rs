@@ -1,7 +1,8 @@
 //! The execution journal on SQLite: save/upsert rules, listing, claims, expiry and purge.
 
 use executor_store::{
-    ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, Scope, SqliteStore,
+    ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionStore, Scope,
+    SqliteStore,
 };
 use serde_json::json;
 
@@ -155,7 +156,10 @@ async fn claims_expiry_recovery_listing_and_purge() {
         .unwrap();
     assert_eq!(failed, 1);
 
-    let list = store.list_executions(&scope, 10, 0).await.unwrap();
+    let list = store
+        .list_executions(&scope, &Default::default(), 10, 0)
+        .await
+        .unwrap();
     let ids: Vec<_> = list
         .iter()
         .map(|e| (e.id.as_str(), e.status, e.is_error))
@@ -169,13 +173,24 @@ async fn claims_expiry_recovery_listing_and_purge() {
         ]
     );
     assert_eq!(
-        store.list_executions(&scope, 1, 1).await.unwrap()[0].id,
+        store
+            .list_executions(&scope, &Default::default(), 1, 1)
+            .await
+            .unwrap()[0]
+            .id,
         "exec_late"
     );
 
     assert_eq!(store.delete_settled_executions(650).await.unwrap(), 2);
     assert!(store.execution_calls("exec_done").await.unwrap().is_empty());
-    assert_eq!(store.list_executions(&scope, 10, 0).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .list_executions(&scope, &Default::default(), 10, 0)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -197,7 +212,10 @@ async fn batches_are_written_in_chunks() {
         })
         .collect();
     store.save_executions(&scope, &batch).await.unwrap();
-    let list = store.list_executions(&scope, 500, 0).await.unwrap();
+    let list = store
+        .list_executions(&scope, &Default::default(), 500, 0)
+        .await
+        .unwrap();
     assert_eq!(list.len(), 87);
     assert_eq!(list[0].id, "exec_086");
     assert_eq!(list[86].id, "exec_000");
@@ -306,4 +324,77 @@ async fn journal_arguments_outcomes_and_pauses_are_sealed_and_old_rows_read() {
     assert_eq!(calls[3].args, json!({"q": 3}));
     assert_eq!(calls[3].outcome, Some(json!({"resolve": 3})));
     store.close().await;
+}
+
+#[tokio::test]
+async fn the_history_filters_by_status_and_by_integration_called() {
+    let store = SqliteStore::open_in_memory().await.unwrap();
+    let scope = Scope::local("t");
+    let with_path = |seq: i64, path: &str| ExecutionCallRecord {
+        path: path.to_owned(),
+        ..call(seq, Some(json!({"resolve": 1})))
+    };
+    let rows = [
+        (
+            "exec_a",
+            ExecutionStatus::Completed,
+            vec![with_path(0, "git_hub.org.main.list")],
+        ),
+        (
+            "exec_b",
+            ExecutionStatus::Paused,
+            vec![with_path(0, "gitxhub.org.main.list")],
+        ),
+        (
+            "exec_c",
+            ExecutionStatus::Completed,
+            vec![with_path(0, "git_hub")],
+        ),
+        ("exec_d", ExecutionStatus::Failed, vec![]),
+    ];
+    for (i, (id, status, calls)) in rows.into_iter().enumerate() {
+        let mut rec = record(id, status, i as i64);
+        rec.tool_calls = calls.len() as i64;
+        store.save_execution(&scope, &rec, &calls).await.unwrap();
+    }
+    let ids = |filter: ExecutionFilter| {
+        let store = &store;
+        let scope = &scope;
+        async move {
+            store
+                .list_executions(scope, &filter, 10, 0)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.id)
+                .collect::<Vec<_>>()
+        }
+    };
+    let by_integration = |slug: &str| ExecutionFilter {
+        integration: Some(slug.to_owned()),
+        ..Default::default()
+    };
+    // `_` is not a wildcard, and a prefix of a slug is not the slug.
+    assert_eq!(ids(by_integration("git_hub")).await, ["exec_c", "exec_a"]);
+    assert_eq!(ids(by_integration("git")).await, Vec::<String>::new());
+    let completed = ExecutionFilter {
+        status: Some(ExecutionStatus::Completed),
+        ..Default::default()
+    };
+    assert_eq!(ids(completed.clone()).await, ["exec_c", "exec_a"]);
+    assert_eq!(
+        ids(ExecutionFilter {
+            integration: Some("gitxhub".into()),
+            ..completed
+        })
+        .await,
+        Vec::<String>::new()
+    );
+    assert_eq!(ids(ExecutionFilter::default()).await.len(), 4);
+    // Another caller's rows stay out whatever the filter.
+    let other = store
+        .list_executions(&Scope::local("u"), &by_integration("git_hub"), 10, 0)
+        .await
+        .unwrap();
+    assert!(other.is_empty());
 }

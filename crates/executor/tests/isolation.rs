@@ -344,7 +344,11 @@ async fn each_caller_lists_only_its_own_executions() {
         }
     }
     for (i, caller) in callers.iter().enumerate() {
-        let listed = h.engine.list_executions(caller, 100, 0).await.unwrap();
+        let listed = h
+            .engine
+            .list_executions(caller, &Default::default(), 100, 0)
+            .await
+            .unwrap();
         assert_eq!(listed.len(), i + 1, "{caller:?}: {listed:?}");
         let has_pause = listed.iter().any(|e| e.id == paused.execution_id);
         assert_eq!(has_pause, i == 0, "{caller:?}: {listed:?}");

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use executor_core::{Completed, RunOutput, now_ms};
 use executor_sandbox::HostReply;
-use executor_store::{ExecutionCallRecord, ExecutionRecord, ExecutionStatus};
+use executor_store::{ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionSummary};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
@@ -565,6 +565,24 @@ impl Journal {
         persisted.then(|| call.clone())
     }
 
+    /// Tells the execution feed where this execution stands now.
+    /// `is_error`: the outcome's, once settled.
+    pub(crate) fn publish(&self, inner: &Inner, is_error: Option<bool>) {
+        inner.feed.publish(self.caller.scope(), || {
+            let st = lock(&self.state);
+            let finished_at = st.status.is_settled().then(now_ms);
+            ExecutionSummary {
+                id: self.id.clone(),
+                status: st.status,
+                started_at: self.started_at,
+                finished_at,
+                duration_ms: finished_at.map(|at| at - self.started_at),
+                tool_calls: st.calls.len() as i64,
+                is_error,
+            }
+        });
+    }
+
     fn row(&self, st: &State) -> ExecutionRecord {
         ExecutionRecord {
             id: self.id.clone(),
@@ -657,6 +675,7 @@ impl Journal {
             None
         })
         .await;
+        self.publish(inner, None);
     }
 
     /// The person answered (`content`: the form they filled in); the execution runs again.
@@ -694,6 +713,7 @@ impl Journal {
             None
         })
         .await;
+        self.publish(inner, None);
     }
 
     /// The execution settled. One that was saved before (it paused) is written now, before
@@ -726,6 +746,7 @@ impl Journal {
             }
             let (_, row, calls) = finish(&mut lock(&self.state));
             inner.history.push(self.caller.scope(), row, calls);
+            self.publish(inner, Some(completed.is_error));
             return;
         }
         let _serial = self.writes.lock().await;
@@ -740,6 +761,7 @@ impl Journal {
         {
             tracing::error!(execution_id = %self.id, error = %e, "could not save an execution");
         }
+        self.publish(inner, Some(completed.is_error));
     }
 }
 

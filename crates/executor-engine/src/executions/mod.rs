@@ -42,6 +42,7 @@
 pub(crate) mod call_limits;
 pub(crate) mod dispatch;
 pub(crate) mod elicitation;
+pub(crate) mod feed;
 pub(crate) mod history;
 pub(crate) mod journal;
 
@@ -51,7 +52,9 @@ use std::time::Duration;
 
 use executor_core::{Completed, format_completed, now_ms};
 use executor_sandbox::{RunOptions, Slot};
-use executor_store::{ExecutionStatus, ExecutionSummary, Scope};
+use executor_store::{
+    ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionSummary, Scope,
+};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
@@ -424,6 +427,7 @@ impl Engine {
         agent: AgentLink,
     ) -> Live {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        journal.publish(&self.inner, None);
         let scope = self.inner.mcp.scope();
         let caller_scope = journal.caller.scope();
         scope.reattach_to(
@@ -721,10 +725,11 @@ impl Engine {
         }
     }
 
-    /// Recent executions, newest first.
+    /// Recent executions, newest first, those `filter` lets through.
     pub async fn list_executions(
         &self,
         caller: &Caller,
+        filter: &ExecutionFilter,
         limit: u32,
         offset: u32,
     ) -> EngineResult<Vec<ExecutionSummary>> {
@@ -733,8 +738,31 @@ impl Engine {
         Ok(self
             .inner
             .store
-            .list_executions(caller.scope(), limit.min(MAX_HISTORY_PAGE), offset)
+            .list_executions(caller.scope(), filter, limit.min(MAX_HISTORY_PAGE), offset)
             .await?)
+    }
+
+    /// One of the caller's executions as recorded: its code, status, outcome and the journal
+    /// of its tool calls (arguments redacted). An execution that is running and never paused
+    /// is not recorded yet.
+    pub async fn execution_record(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> EngineResult<(ExecutionRecord, Vec<ExecutionCallRecord>)> {
+        self.inner.history.flush().await;
+        let Some(record) = self.inner.store.get_execution(caller.scope(), id).await? else {
+            return Err(EngineError::ExecutionNotFound {
+                execution_id: id.to_owned(),
+            });
+        };
+        let calls = self.inner.store.execution_calls(id).await?;
+        Ok((record, calls))
+    }
+
+    /// Every start, pause, resume and settle of the caller's executions from now on.
+    pub fn watch_executions(&self, caller: &Caller) -> feed::ExecutionWatch {
+        self.inner.feed.watch(caller)
     }
 
     /// Fails executions a previous process left `running` (once per engine).

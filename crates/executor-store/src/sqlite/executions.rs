@@ -7,7 +7,8 @@ use sqlx::{AssertSqlSafe, Row};
 
 use super::{SqliteStore, opt_json, opt_to_json, parse_json, to_json};
 use crate::executions::{
-    ExecutionCallRecord, ExecutionRecord, ExecutionStatus, ExecutionStore, ExecutionSummary,
+    ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionStore,
+    ExecutionSummary,
 };
 use crate::{MasterKey, Result, Scope, StoreError};
 
@@ -418,17 +419,27 @@ impl ExecutionStore for SqliteStore {
     async fn list_executions(
         &self,
         scope: &Scope,
+        filter: &ExecutionFilter,
         limit: u32,
         offset: u32,
     ) -> Result<Vec<ExecutionSummary>> {
+        // `?3`/`?4` are NULL when the filter is unset; a call of the integration has a path
+        // that is its slug or starts with `<slug>.` (compared as text: slugs may hold `_`,
+        // which LIKE would read as a wildcard).
         let rows = sqlx::query(
             "SELECT id, status, started_at, finished_at, duration_ms, tool_calls, \
                json_extract(outcome, '$.isError') AS is_error \
-             FROM execution WHERE tenant = ? AND subject = ? \
-             ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?",
+             FROM execution e WHERE tenant = ?1 AND subject = ?2 \
+               AND (?3 IS NULL OR status = ?3) \
+               AND (?4 IS NULL OR EXISTS (SELECT 1 FROM execution_call c \
+                    WHERE c.execution_id = e.id \
+                      AND (c.path = ?4 OR substr(c.path, 1, length(?4) + 1) = ?4 || '.'))) \
+             ORDER BY started_at DESC, id DESC LIMIT ?5 OFFSET ?6",
         )
         .bind(&scope.tenant)
         .bind(subject(scope))
+        .bind(filter.status.map(|s| s.as_str()))
+        .bind(filter.integration.as_deref())
         .bind(i64::from(limit))
         .bind(i64::from(offset))
         .fetch_all(&self.reader)
