@@ -13,6 +13,10 @@ use executor_engine::Caller;
 use executor_engine::{CredentialOrigin, Engine, HealthCheckSpec, ValidateConnection};
 use executor_store::ConnectionKey;
 use serde::Deserialize;
+use utoipa::ToSchema;
+
+#[allow(unused_imports)]
+use crate::api_doc::schemas::*;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -54,19 +58,23 @@ fn owner(raw: &str) -> Result<Owner, ApiError> {
         .map_err(|_| ApiError::schema(format!("owner must be \"org\" or \"user\", got {raw:?}")))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
+#[schema(as = HealthCheckBody)]
 struct PutSpecBody {
     /// Required; `null` removes the probe.
+    #[schema(value_type = Option<Object>)]
     spec: Option<HealthCheckSpec>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ValidateConnectionBody)]
 struct ValidateBody {
     owner: String,
     integration: String,
     template: String,
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     spec: Option<HealthCheckSpec>,
     #[serde(default)]
     value: Option<String>,
@@ -76,12 +84,14 @@ struct ValidateBody {
     from: Option<FromBody>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
+#[schema(as = CredentialFrom)]
 struct FromBody {
     provider: String,
     id: String,
 }
 
+#[utoipa::path(get, path = "/api/integrations/{slug}/health-check", tag = "health", summary = "Read an integration's health check", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "The health check, or null when none is set", body = Option<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_spec(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -91,6 +101,7 @@ async fn get_spec(
     ok(to_json(&spec)?)
 }
 
+#[utoipa::path(put, path = "/api/integrations/{slug}/health-check", tag = "health", summary = "Set or remove an integration's health check", request_body = PutSpecBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn put_spec(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -110,6 +121,7 @@ async fn put_spec(
     ok(json!({ "ok": true }))
 }
 
+#[utoipa::path(get, path = "/api/integrations/{slug}/health-check/candidates", tag = "health", summary = "Operations that could serve as a health check", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Vec<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn candidates(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -119,6 +131,7 @@ async fn candidates(
     ok(to_json(&list)?)
 }
 
+#[utoipa::path(post, path = "/api/connections/{owner}/{integration}/{name}/health", tag = "health", summary = "Check a connection now", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn check_connection(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -147,6 +160,7 @@ async fn check_connection(
     ok(to_json(&result)?)
 }
 
+#[utoipa::path(post, path = "/api/connections/validate", tag = "health", summary = "Check unsaved credentials against the integration", request_body = ValidateBody, responses((status = 200, description = "The probe's answer with an unsaved credential", body = Object), (status = 400, description = "HttpApiSchemaError, InvalidConnectionInputError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 409, description = "CredentialProviderNotRegisteredError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn validate(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,

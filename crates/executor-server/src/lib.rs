@@ -2,6 +2,7 @@
 //! the only crate that knows the wire shapes; it turns engine values into JSON and engine errors
 //! into `_tag`ged bodies.
 
+mod api_doc;
 mod auth;
 mod error;
 mod graphql_routes;

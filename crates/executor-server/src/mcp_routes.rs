@@ -14,6 +14,10 @@ use executor_engine::{
     AddMcpServer, AddStdioMcpServer, Engine, McpAuthShorthand, McpServerView, ProbeView,
 };
 use serde::Deserialize;
+use utoipa::ToSchema;
+
+#[allow(unused_imports)]
+use crate::api_doc::schemas::*;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -37,8 +41,9 @@ pub(crate) fn router() -> Router<Engine> {
 
 // ---- request bodies -------------------------------------------------------------------------
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = McpProbeBody)]
 struct ProbeBody {
     endpoint: String,
     #[serde(default)]
@@ -47,8 +52,9 @@ struct ProbeBody {
     query_params: BTreeMap<String, String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = AddMcpServerBody)]
 struct AddServerBody {
     #[serde(default)]
     transport: Option<String>,
@@ -83,8 +89,9 @@ struct AddServerBody {
     cwd: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(tag = "kind", rename_all = "camelCase")]
+#[schema(as = McpAuthShorthand)]
 enum AuthShorthandBody {
     #[serde(rename = "none")]
     None,
@@ -98,14 +105,16 @@ enum AuthShorthandBody {
     Oauth2,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
+#[schema(as = McpConfigBody)]
 struct SetConfigBody {
     /// `McpIntegrationConfig`: read and checked by the engine.
     config: Value,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = McpAuthBody)]
 struct SetAuthBody {
     authentication_template: Vec<Value>,
     #[serde(default)]
@@ -146,6 +155,7 @@ fn probe_json(p: &ProbeView) -> Value {
 
 // ---- handlers -------------------------------------------------------------------------------
 
+#[utoipa::path(post, path = "/api/mcp/probe", tag = "mcp", summary = "Probe an MCP server before adding it", request_body = ProbeBody, responses((status = 200, description = "What the server says of itself: name, tools, whether it needs OAuth or a header", body = Object), (status = 400, description = "HttpApiSchemaError, McpConnectionError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn probe_mcp(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBody>) -> ApiResult {
     let probe = engine
         .probe_mcp(body.endpoint.trim(), body.headers, body.query_params)
@@ -153,6 +163,7 @@ async fn probe_mcp(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBod
     ok(probe_json(&probe))
 }
 
+#[utoipa::path(post, path = "/api/mcp/servers", tag = "mcp", summary = "Add an MCP server (remote or stdio)", request_body = AddServerBody, responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError, McpConnectionError, McpToolDiscoveryError", body = ErrorBody), (status = 409, description = "IntegrationAlreadyExistsError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn add_mcp_server(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -236,6 +247,7 @@ async fn add_mcp_server(
     ok(json!({ "slug": slug }))
 }
 
+#[utoipa::path(get, path = "/api/mcp/servers/{slug}", tag = "mcp", summary = "Read an MCP server's configuration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_mcp_server(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -245,6 +257,7 @@ async fn get_mcp_server(
     ok(server.as_ref().map(server_json).unwrap_or(Value::Null))
 }
 
+#[utoipa::path(delete, path = "/api/mcp/servers/{slug}", tag = "mcp", summary = "Remove an MCP server", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Removed), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn remove_mcp_server(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -254,6 +267,7 @@ async fn remove_mcp_server(
     ok(json!({ "removed": true }))
 }
 
+#[utoipa::path(post, path = "/api/mcp/servers/{slug}/config", tag = "mcp", summary = "Replace an MCP server's configuration", request_body = SetConfigBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn set_config(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -264,6 +278,7 @@ async fn set_config(
     ok(json!({ "config": config }))
 }
 
+#[utoipa::path(post, path = "/api/mcp/servers/{slug}/auth", tag = "mcp", summary = "Change an MCP server's authentication methods", request_body = SetAuthBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn set_auth(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,

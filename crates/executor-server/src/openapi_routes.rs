@@ -13,6 +13,10 @@ use executor_core::auth::AuthMethodInput;
 use executor_engine::Caller;
 use executor_engine::{AddOpenApiSpec, Engine, EngineError, OpenApiConfigView, OpenApiSpecSource};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+#[allow(unused_imports)]
+use crate::api_doc::schemas::*;
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
@@ -41,8 +45,9 @@ fn ok(value: Value) -> ApiResult {
 
 // ---- request bodies -------------------------------------------------------------------------
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = OpenApiPreviewBody)]
 struct PreviewBody {
     /// A URL or the spec's text (an add-style `{kind, …}` object is accepted too).
     spec: Value,
@@ -52,8 +57,9 @@ struct PreviewBody {
     spec_overrides: Option<Value>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = AddOpenApiSpecBody)]
 struct AddSpecBody {
     spec: Value,
     #[serde(default)]
@@ -82,8 +88,9 @@ struct AddSpecBody {
     spec_overrides: Option<Value>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = OpenApiConfigBody)]
 struct ConfigureBody {
     #[serde(default)]
     authentication_template: Option<Vec<Value>>,
@@ -94,8 +101,9 @@ struct ConfigureBody {
     base_url: Option<Option<String>>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = OpenApiSpecBody)]
 struct UpdateSpecBody {
     #[serde(default)]
     spec: Option<Value>,
@@ -162,6 +170,7 @@ fn skipped<T: Serialize>(failures: &[T]) -> Value {
 
 // ---- handlers -------------------------------------------------------------------------------
 
+#[utoipa::path(post, path = "/api/openapi/preview", tag = "openapi", summary = "Preview an OpenAPI spec before adding it", request_body = PreviewBody, responses((status = 200, description = "Title, version, operations, tags, servers, auth methods and health-check candidates", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError, OpenApiSpecOverrideError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn preview(State(engine): State<Engine>, ApiJson(body): ApiJson<PreviewBody>) -> ApiResult {
     check_format(body.spec_format.as_deref())?;
     let spec = match spec_source(&body.spec)? {
@@ -183,6 +192,7 @@ async fn preview(State(engine): State<Engine>, ApiJson(body): ApiJson<PreviewBod
     ok(Value::Object(out))
 }
 
+#[utoipa::path(post, path = "/api/openapi/specs", tag = "openapi", summary = "Add an OpenAPI spec", request_body = AddSpecBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError, OpenApiSpecOverrideError", body = ErrorBody), (status = 409, description = "IntegrationAlreadyExistsError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn add_spec(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -215,6 +225,7 @@ async fn add_spec(
     }))
 }
 
+#[utoipa::path(get, path = "/api/openapi/integrations/{slug}", tag = "openapi", summary = "Read an OpenAPI integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_integration(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -256,6 +267,7 @@ fn config_view(c: &OpenApiConfigView) -> Value {
     Value::Object(body)
 }
 
+#[utoipa::path(get, path = "/api/openapi/integrations/{slug}/config", tag = "openapi", summary = "Read an OpenAPI integration's configuration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_config(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -265,6 +277,7 @@ async fn get_config(
     ok(config.as_ref().map_or(Value::Null, config_view))
 }
 
+#[utoipa::path(post, path = "/api/openapi/integrations/{slug}/config", tag = "openapi", summary = "Change an OpenAPI integration's authentication or base URL", request_body = ConfigureBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn configure(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -279,6 +292,7 @@ async fn configure(
     ok(json!({ "authenticationTemplate": stored }))
 }
 
+#[utoipa::path(post, path = "/api/openapi/integrations/{slug}/spec", tag = "openapi", summary = "Replace or re-fetch an OpenAPI integration's spec", request_body = UpdateSpecBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn update_spec(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -307,6 +321,7 @@ async fn update_spec(
     }))
 }
 
+#[utoipa::path(delete, path = "/api/openapi/integrations/{slug}", tag = "openapi", summary = "Remove an OpenAPI integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Removed), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn remove_integration(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,

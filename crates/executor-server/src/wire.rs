@@ -11,6 +11,7 @@ use executor_engine::{
 use executor_store::{ConnectionRecord, ExecutionCallRecord, ExecutionRecord, ToolSummary};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
@@ -306,7 +307,7 @@ pub(crate) fn auth_template_mode(raw: Option<&str>) -> Result<AuthTemplateMode, 
 
 /// PATCH bodies name exactly what they change: an unknown field is a typo that would
 /// otherwise change nothing and answer 200.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PatchIntegrationBody {
     #[serde(default)]
@@ -315,7 +316,7 @@ pub(crate) struct PatchIntegrationBody {
     pub(crate) description: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CreateConnectionBody {
     pub(crate) owner: String,
@@ -337,14 +338,15 @@ pub(crate) struct CreateConnectionBody {
     pub(crate) replace: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
+#[schema(as = ConnectionFrom)]
 pub(crate) struct FromBody {
     pub(crate) provider: String,
     pub(crate) id: String,
 }
 
 /// `absent` = unchanged, `null` = clear.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct PatchConnectionBody {
     #[serde(default, deserialize_with = "present")]
@@ -357,7 +359,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Strin
     Option::<String>::deserialize(d).map(Some)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ExecuteBody {
     pub(crate) code: String,
@@ -365,14 +367,14 @@ pub(crate) struct ExecuteBody {
     pub(crate) auto_approve: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub(crate) struct ResumeBody {
     pub(crate) action: String,
     #[serde(default)]
     pub(crate) content: Option<Value>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub(crate) struct CreatePolicyBody {
     pub(crate) owner: String,
     pub(crate) pattern: String,
@@ -381,7 +383,7 @@ pub(crate) struct CreatePolicyBody {
     pub(crate) position: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpdatePolicyBody {
     pub(crate) owner: String,
@@ -393,7 +395,7 @@ pub(crate) struct UpdatePolicyBody {
     pub(crate) position: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub(crate) struct OwnerBody {
     pub(crate) owner: String,
 }

@@ -126,7 +126,7 @@ async fn the_feed_reports_start_pause_resume_and_settle_and_the_journal_records_
     let (_, all) = h.get("/api/executions").await;
     assert_eq!(ids(&all).len(), 2);
     let (_, called) = h.get(&format!("/api/executions?integration={SLUG}")).await;
-    assert_eq!(ids(&called), [id.clone()]);
+    assert_eq!(ids(&called), std::slice::from_ref(&id));
     let (_, other) = h.get("/api/executions?integration=elsewhere").await;
     assert!(ids(&other).is_empty());
     let (_, completed) = h

@@ -1,0 +1,40 @@
+// The API's shapes, generated from the server's OpenAPI document (`npm run gen:api` writes
+// `schema.d.ts` from `openapi.json`, which a Rust test keeps equal to `GET /api/openapi.json`).
+// Pages import these names; none is written by hand.
+
+import type { components, paths } from "./schema";
+
+type Schemas = components["schemas"];
+
+export type ApiErrorBody = Schemas["Error"];
+export type Integration = Schemas["Integration"];
+export type AuthMethod = Schemas["AuthMethod"];
+export type Placement = Schemas["Placement"];
+export type Connection = Schemas["Connection"];
+export type Tool = Schemas["Tool"];
+export type ToolSchema = Schemas["ToolSchema"];
+export type Policy = Schemas["Policy"];
+export type ExecutionOutcome = Schemas["ExecutionOutcome"];
+export type PausedExecution = Schemas["PausedExecution"];
+export type ExecutionSummary = Schemas["ExecutionSummary"];
+export type ExecutionRecord = Schemas["ExecutionRecord"];
+export type ExecutionCall = Schemas["ExecutionCall"];
+export type ProviderItem = Schemas["ProviderItem"];
+
+// Request bodies
+export type CreateConnectionBody = Schemas["CreateConnectionBody"];
+export type CreatePolicyBody = Schemas["CreatePolicyBody"];
+export type UpdatePolicyBody = Schemas["UpdatePolicyBody"];
+export type ExecuteBody = Schemas["ExecuteBody"];
+export type ResumeBody = Schemas["ResumeBody"];
+export type AddMcpServerBody = Schemas["AddMcpServerBody"];
+export type McpProbeBody = Schemas["McpProbeBody"];
+export type AddOpenApiSpecBody = Schemas["AddOpenApiSpecBody"];
+export type OpenApiPreviewBody = Schemas["OpenApiPreviewBody"];
+export type AddGraphqlBody = Schemas["AddGraphqlBody"];
+export type ValidateConnectionBody = Schemas["ValidateConnectionBody"];
+export type OAuthStartBody = Schemas["OAuthStartBody"];
+export type OAuthClientBody = Schemas["OAuthClientBody"];
+
+/** The query parameters of `GET /api/executions`. */
+export type ExecutionListQuery = NonNullable<paths["/api/executions"]["get"]["parameters"]["query"]>;
