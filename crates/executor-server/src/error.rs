@@ -48,15 +48,15 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
     match e {
         E::IntegrationNotFound { slug } => (
             StatusCode::NOT_FOUND,
-            json!({"_tag": "IntegrationNotFoundError", "slug": slug}),
+            json!({"_tag": "IntegrationNotFoundError", "message": format!("No integration {slug:?}."), "slug": slug}),
         ),
         E::IntegrationAlreadyExists { slug } => (
             StatusCode::CONFLICT,
-            json!({"_tag": "IntegrationAlreadyExistsError", "slug": slug}),
+            json!({"_tag": "IntegrationAlreadyExistsError", "message": format!("An integration {slug:?} already exists; choose another slug."), "slug": slug}),
         ),
         E::IntegrationRemovalNotAllowed { slug } => (
             StatusCode::CONFLICT,
-            json!({"_tag": "IntegrationRemovalNotAllowedError", "slug": slug}),
+            json!({"_tag": "IntegrationRemovalNotAllowedError", "message": format!("The integration {slug:?} is built in and cannot be removed."), "slug": slug}),
         ),
         E::ConnectionNotFound {
             owner,
@@ -64,7 +64,7 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             name,
         } => (
             StatusCode::NOT_FOUND,
-            json!({"_tag": "ConnectionNotFoundError", "owner": owner.as_str(), "integration": integration, "name": name}),
+            json!({"_tag": "ConnectionNotFoundError", "message": format!("No connection {name:?} on {integration:?} ({}).", owner.as_str()), "owner": owner.as_str(), "integration": integration, "name": name}),
         ),
         E::ConnectionAlreadyExists {
             owner,
@@ -79,7 +79,7 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             address,
             suggestions,
         } => {
-            let mut body = json!({"_tag": "ToolNotFoundError", "address": address});
+            let mut body = json!({"_tag": "ToolNotFoundError", "message": format!("No tool {address}."), "address": address});
             if !suggestions.is_empty() {
                 body["suggestions"] = json!(suggestions);
             }
@@ -87,7 +87,7 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
         }
         E::ExecutionNotFound { execution_id } => (
             StatusCode::NOT_FOUND,
-            json!({"_tag": "ExecutionNotFoundError", "executionId": execution_id}),
+            json!({"_tag": "ExecutionNotFoundError", "message": format!("No execution {execution_id} is waiting here: it was answered already, expired, or never existed."), "executionId": execution_id}),
         ),
         E::InvalidConnectionInput { message } => (
             StatusCode::BAD_REQUEST,
@@ -95,7 +95,7 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
         ),
         E::CredentialProviderNotRegistered { provider } => (
             StatusCode::CONFLICT,
-            json!({"_tag": "CredentialProviderNotRegisteredError", "provider": provider}),
+            json!({"_tag": "CredentialProviderNotRegisteredError", "message": format!("No credential provider {provider:?} is available here."), "provider": provider}),
         ),
         E::InvalidPolicy { message } => (
             StatusCode::BAD_REQUEST,
@@ -103,7 +103,7 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
         ),
         E::PolicyNotFound { id } => (
             StatusCode::NOT_FOUND,
-            json!({"_tag": "PolicyNotFoundError", "policyId": id}),
+            json!({"_tag": "PolicyNotFoundError", "message": format!("No policy {id}."), "policyId": id}),
         ),
         E::InvalidInput { message } => (
             StatusCode::BAD_REQUEST,

@@ -120,7 +120,7 @@ fn ok(value: Value) -> ApiResult {
     Ok(Json(value).into_response())
 }
 
-#[utoipa::path(post, path = "/api/graphql/integrations", tag = "graphql", summary = "Add a GraphQL endpoint", request_body = AddBody, responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError, GraphqlIntrospectionError, GraphqlExtractionError", body = ErrorBody), (status = 409, description = "IntegrationAlreadyExistsError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/graphql/integrations", tag = "graphql", summary = "Add a GraphQL endpoint", request_body = AddBody, responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError, GraphqlIntrospectionError, GraphqlExtractionError", body = ErrorBody), (status = 409, description = "IntegrationAlreadyExistsError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn add_integration(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -148,7 +148,7 @@ async fn add_integration(
     ok(json!({ "slug": added.slug, "name": added.name }))
 }
 
-#[utoipa::path(get, path = "/api/graphql/integrations/{slug}", tag = "graphql", summary = "Read a GraphQL integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/graphql/integrations/{slug}", tag = "graphql", summary = "Read a GraphQL integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK; null when the integration is of another kind", body = Option<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_integration(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -158,7 +158,7 @@ async fn get_integration(
     ok(view.as_ref().map(integration).unwrap_or(Value::Null))
 }
 
-#[utoipa::path(get, path = "/api/graphql/integrations/{slug}/config", tag = "graphql", summary = "Read a GraphQL integration's configuration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/graphql/integrations/{slug}/config", tag = "graphql", summary = "Read a GraphQL integration's configuration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK; null when the integration is of another kind", body = Option<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_config(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -168,7 +168,7 @@ async fn get_config(
     ok(view.as_ref().map(config).unwrap_or(Value::Null))
 }
 
-#[utoipa::path(post, path = "/api/graphql/integrations/{slug}/config", tag = "graphql", summary = "Change a GraphQL integration's authentication methods", request_body = SetConfigBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/graphql/integrations/{slug}/config", tag = "graphql", summary = "Change a GraphQL integration's authentication methods", request_body = SetConfigBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn set_config(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,

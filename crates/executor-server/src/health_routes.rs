@@ -91,7 +91,7 @@ struct FromBody {
     id: String,
 }
 
-#[utoipa::path(get, path = "/api/integrations/{slug}/health-check", tag = "health", summary = "Read an integration's health check", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "The health check, or null when none is set", body = Option<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/integrations/{slug}/health-check", tag = "health", summary = "Read an integration's health check", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "The health check, or null when none is set", body = Option<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_spec(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -101,7 +101,7 @@ async fn get_spec(
     ok(to_json(&spec)?)
 }
 
-#[utoipa::path(put, path = "/api/integrations/{slug}/health-check", tag = "health", summary = "Set or remove an integration's health check", request_body = PutSpecBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(put, path = "/api/integrations/{slug}/health-check", tag = "health", summary = "Set or remove an integration's health check", request_body = PutSpecBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn put_spec(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -121,7 +121,7 @@ async fn put_spec(
     ok(json!({ "ok": true }))
 }
 
-#[utoipa::path(get, path = "/api/integrations/{slug}/health-check/candidates", tag = "health", summary = "Operations that could serve as a health check", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Vec<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/integrations/{slug}/health-check/candidates", tag = "health", summary = "Operations that could serve as a health check", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Vec<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn candidates(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -131,7 +131,7 @@ async fn candidates(
     ok(to_json(&list)?)
 }
 
-#[utoipa::path(post, path = "/api/connections/{owner}/{integration}/{name}/health", tag = "health", summary = "Check a connection now", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/connections/{owner}/{integration}/{name}/health", tag = "health", summary = "Check a connection now", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name"), ("ifStaleMs" = Option<i64>, Query, description = "Answer the kept verdict when it is younger than this many ms")), responses((status = 200, description = "The verdict, also kept on the connection", body = HealthResult), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn check_connection(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -160,7 +160,7 @@ async fn check_connection(
     ok(to_json(&result)?)
 }
 
-#[utoipa::path(post, path = "/api/connections/validate", tag = "health", summary = "Check unsaved credentials against the integration", request_body = ValidateBody, responses((status = 200, description = "The probe's answer with an unsaved credential", body = Object), (status = 400, description = "HttpApiSchemaError, InvalidConnectionInputError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 409, description = "CredentialProviderNotRegisteredError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/connections/validate", tag = "health", summary = "Check unsaved credentials against the integration", request_body = ValidateBody, responses((status = 200, description = "The probe's answer with an unsaved credential", body = HealthResult), (status = 400, description = "HttpApiSchemaError, InvalidConnectionInputError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 409, description = "CredentialProviderNotRegisteredError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn validate(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -173,9 +173,12 @@ async fn validate(
             provider: f.provider,
             id: f.id,
         },
+        // A method without credentials (`none`) needs no origin; any other method then
+        // answers which variable is missing.
+        (None, None, None) => CredentialOrigin::Values(Default::default()),
         _ => {
             return Err(ApiError::schema(
-                "Expected exactly one credential origin: value, values or from.",
+                "Expected at most one credential origin: value, values or from.",
             ));
         }
     };

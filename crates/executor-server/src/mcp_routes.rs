@@ -155,7 +155,7 @@ fn probe_json(p: &ProbeView) -> Value {
 
 // ---- handlers -------------------------------------------------------------------------------
 
-#[utoipa::path(post, path = "/api/mcp/probe", tag = "mcp", summary = "Probe an MCP server before adding it", request_body = ProbeBody, responses((status = 200, description = "What the server says of itself: name, tools, whether it needs OAuth or a header", body = Object), (status = 400, description = "HttpApiSchemaError, McpConnectionError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/mcp/probe", tag = "mcp", summary = "Probe an MCP server before adding it", request_body = ProbeBody, responses((status = 200, description = "What the server says of itself: name, tools, whether it needs OAuth or a header", body = Object), (status = 400, description = "HttpApiSchemaError, McpConnectionError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn probe_mcp(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBody>) -> ApiResult {
     let probe = engine
         .probe_mcp(body.endpoint.trim(), body.headers, body.query_params)
@@ -163,7 +163,7 @@ async fn probe_mcp(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBod
     ok(probe_json(&probe))
 }
 
-#[utoipa::path(post, path = "/api/mcp/servers", tag = "mcp", summary = "Add an MCP server (remote or stdio)", request_body = AddServerBody, responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError, McpConnectionError, McpToolDiscoveryError", body = ErrorBody), (status = 409, description = "IntegrationAlreadyExistsError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/mcp/servers", tag = "mcp", summary = "Add an MCP server (remote or stdio)", request_body = AddServerBody, responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError, McpConnectionError, McpToolDiscoveryError", body = ErrorBody), (status = 409, description = "IntegrationAlreadyExistsError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn add_mcp_server(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -247,7 +247,7 @@ async fn add_mcp_server(
     ok(json!({ "slug": slug }))
 }
 
-#[utoipa::path(get, path = "/api/mcp/servers/{slug}", tag = "mcp", summary = "Read an MCP server's configuration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/mcp/servers/{slug}", tag = "mcp", summary = "Read an MCP server's configuration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK; null when the integration is of another kind", body = Option<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_mcp_server(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -257,7 +257,7 @@ async fn get_mcp_server(
     ok(server.as_ref().map(server_json).unwrap_or(Value::Null))
 }
 
-#[utoipa::path(delete, path = "/api/mcp/servers/{slug}", tag = "mcp", summary = "Remove an MCP server", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Removed), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(delete, path = "/api/mcp/servers/{slug}", tag = "mcp", summary = "Remove an MCP server", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Removed), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 409, description = "IntegrationRemovalNotAllowedError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn remove_mcp_server(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -267,7 +267,7 @@ async fn remove_mcp_server(
     ok(json!({ "removed": true }))
 }
 
-#[utoipa::path(post, path = "/api/mcp/servers/{slug}/config", tag = "mcp", summary = "Replace an MCP server's configuration", request_body = SetConfigBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/mcp/servers/{slug}/config", tag = "mcp", summary = "Replace an MCP server's configuration", request_body = SetConfigBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn set_config(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -278,7 +278,7 @@ async fn set_config(
     ok(json!({ "config": config }))
 }
 
-#[utoipa::path(post, path = "/api/mcp/servers/{slug}/auth", tag = "mcp", summary = "Change an MCP server's authentication methods", request_body = SetAuthBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/mcp/servers/{slug}/auth", tag = "mcp", summary = "Change an MCP server's authentication methods", request_body = SetAuthBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn set_auth(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,

@@ -82,7 +82,7 @@ fn default_redirect_uri(headers: &HeaderMap) -> String {
     format!("{}{CALLBACK_PATH}", web_base_url(headers))
 }
 
-#[utoipa::path(get, path = "/api/oauth/clients", tag = "oauth", summary = "List OAuth clients", responses((status = 200, description = "Registered OAuth clients, never their secrets", body = Vec<Object>), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/oauth/clients", tag = "oauth", summary = "List OAuth clients", responses((status = 200, description = "Registered OAuth clients, never their secrets", body = Vec<Object>), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn list_clients(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -112,7 +112,7 @@ struct ClientBody {
     token_endpoint_auth_method: Option<String>,
 }
 
-#[utoipa::path(post, path = "/api/oauth/clients", tag = "oauth", summary = "Register or update an OAuth client", request_body = ClientBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/oauth/clients", tag = "oauth", summary = "Register or update an OAuth client", request_body = ClientBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn put_client(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -164,7 +164,7 @@ struct RegisterBody {
     origin_integration: Option<String>,
 }
 
-#[utoipa::path(post, path = "/api/oauth/clients/register-dynamic", tag = "oauth", summary = "Register an OAuth client dynamically (RFC 7591)", request_body = RegisterBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthRegistrationError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/oauth/clients/register-dynamic", tag = "oauth", summary = "Register an OAuth client dynamically (RFC 7591)", request_body = RegisterBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthRegistrationError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn register_dynamic(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -202,7 +202,7 @@ struct OwnerBody {
     owner: String,
 }
 
-#[utoipa::path(delete, path = "/api/oauth/clients/{slug}", tag = "oauth", summary = "Remove an OAuth client", request_body = OwnerBody, params(("slug" = String, Path, description = "The client's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "OAuthClientNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(delete, path = "/api/oauth/clients/{slug}", tag = "oauth", summary = "Remove an OAuth client", request_body = OwnerBody, params(("slug" = String, Path, description = "The client's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "OAuthClientNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn remove_client(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -235,7 +235,7 @@ struct StartBody {
     scopes: Vec<String>,
 }
 
-#[utoipa::path(post, path = "/api/oauth/start", tag = "oauth", summary = "Start an OAuth sign-in for a connection", request_body = StartBody, responses((status = 200, description = "`redirect` (open its authorizationUrl) or `connected`", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthStartError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError, OAuthClientNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/oauth/start", tag = "oauth", summary = "Start an OAuth sign-in for a connection", request_body = StartBody, responses((status = 200, description = "`redirect` (open its authorizationUrl) or `connected`", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthStartError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError, OAuthClientNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn start(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -284,7 +284,7 @@ struct CompleteBody {
     code: String,
 }
 
-#[utoipa::path(post, path = "/api/oauth/complete", tag = "oauth", summary = "Finish an OAuth sign-in with the authorization code", request_body = CompleteBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthCompleteError", body = ErrorBody), (status = 404, description = "OAuthSessionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/oauth/complete", tag = "oauth", summary = "Finish an OAuth sign-in with the authorization code", request_body = CompleteBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthCompleteError", body = ErrorBody), (status = 404, description = "OAuthSessionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn complete(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -302,7 +302,7 @@ struct StateBody {
     state: String,
 }
 
-#[utoipa::path(post, path = "/api/oauth/cancel", tag = "oauth", summary = "Cancel a pending OAuth sign-in", request_body = StateBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/oauth/cancel", tag = "oauth", summary = "Cancel a pending OAuth sign-in", request_body = StateBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn cancel(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -318,7 +318,7 @@ struct ProbeBody {
     url: String,
 }
 
-#[utoipa::path(post, path = "/api/oauth/probe", tag = "oauth", summary = "Discover an OAuth authorization server", request_body = ProbeBody, responses((status = 200, description = "The authorization server's endpoints", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthProbeError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/oauth/probe", tag = "oauth", summary = "Discover an OAuth authorization server", request_body = ProbeBody, responses((status = 200, description = "The authorization server's endpoints", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthProbeError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn probe(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBody>) -> ApiResult {
     let p = engine.probe_oauth(&body.url).await?;
     ok(oauth_probe_json(&p))
@@ -338,7 +338,7 @@ struct CallbackQuery {
 
 /// The popup page: completes the flow, tells the opener (and a `BroadcastChannel`) how it went,
 /// and says so to the person. Always HTML, even on failure.
-#[utoipa::path(get, path = "/api/oauth/callback", tag = "oauth", params(("state" = Option<String>, Query, description = "From the authorization request"), ("code" = Option<String>, Query, description = "The authorization code"), ("error" = Option<String>, Query, description = "The authorization server's error"), ("error_description" = Option<String>, Query, description = "Its description")), responses((status = 200, description = "A page that reports the result to the window that opened the flow", body = String, content_type = "text/html"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)), security(()))]
+#[utoipa::path(get, path = "/api/oauth/callback", tag = "oauth", params(("state" = Option<String>, Query, description = "From the authorization request"), ("code" = Option<String>, Query, description = "The authorization code"), ("error" = Option<String>, Query, description = "The authorization server's error"), ("error_description" = Option<String>, Query, description = "Its description")), responses((status = 200, description = "A page that reports the result to the window that opened the flow", body = String, content_type = "text/html"), (status = 400, description = "The same page, reporting the failure", body = String, content_type = "text/html"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)), security(()))]
 async fn callback(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -409,7 +409,7 @@ async fn callback(
 
 /// `GET /api/oauth/await/:sessionId`: the callback's result for a flow, once (`null` when there
 /// is none yet, it was read, or it expired). Behind the API token like the rest of `/api`.
-#[utoipa::path(get, path = "/api/oauth/await/{session_id}", tag = "oauth", params(("session_id" = String, Path, description = "The OAuth session id `start` answered")), responses((status = 200, description = "The flow's result once the callback ran", body = Object), (status = 404, description = "OAuthSessionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/oauth/await/{session_id}", tag = "oauth", params(("session_id" = String, Path, description = "The OAuth session id `start` answered")), responses((status = 200, description = "The flow's result once the callback ran; null until then", body = Option<Object>), (status = 404, description = "OAuthSessionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn await_result(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -458,7 +458,7 @@ async fn client_metadata(headers: HeaderMap) -> Response {
 /// `GET /api/oauth/client-id-metadata/<target>.json` (public). Target `local`: a native client
 /// whose redirect URIs are this server's callback on each loopback name, so the document stays
 /// valid whichever name the browser used.
-#[utoipa::path(get, path = "/api/oauth/client-id-metadata/{target}", tag = "oauth", params(("target" = String, Path, description = "The metadata document's target")), responses((status = 200, description = "A Client ID Metadata Document for one target", body = Object), (status = 404, description = "Not found", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)), security(()))]
+#[utoipa::path(get, path = "/api/oauth/client-id-metadata/{target}", tag = "oauth", params(("target" = String, Path, description = "The metadata document's target")), responses((status = 200, description = "A Client ID Metadata Document for one target", body = Object), (status = 404, description = "No such target (text `Not Found`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)), security(()))]
 async fn client_metadata_for_target(
     headers: HeaderMap,
     axum::extract::Path(file): axum::extract::Path<String>,

@@ -170,7 +170,7 @@ fn skipped<T: Serialize>(failures: &[T]) -> Value {
 
 // ---- handlers -------------------------------------------------------------------------------
 
-#[utoipa::path(post, path = "/api/openapi/preview", tag = "openapi", summary = "Preview an OpenAPI spec before adding it", request_body = PreviewBody, responses((status = 200, description = "Title, version, operations, tags, servers, auth methods and health-check candidates", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError, OpenApiSpecOverrideError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/openapi/preview", tag = "openapi", summary = "Preview an OpenAPI spec before adding it", request_body = PreviewBody, responses((status = 200, description = "Title, version, operations, tags, servers, auth methods and health-check candidates", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError, OpenApiSpecOverrideError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn preview(State(engine): State<Engine>, ApiJson(body): ApiJson<PreviewBody>) -> ApiResult {
     check_format(body.spec_format.as_deref())?;
     let spec = match spec_source(&body.spec)? {
@@ -192,7 +192,7 @@ async fn preview(State(engine): State<Engine>, ApiJson(body): ApiJson<PreviewBod
     ok(Value::Object(out))
 }
 
-#[utoipa::path(post, path = "/api/openapi/specs", tag = "openapi", summary = "Add an OpenAPI spec", request_body = AddSpecBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError, OpenApiSpecOverrideError", body = ErrorBody), (status = 409, description = "IntegrationAlreadyExistsError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/openapi/specs", tag = "openapi", summary = "Add an OpenAPI spec", request_body = AddSpecBody, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError, OpenApiSpecOverrideError", body = ErrorBody), (status = 409, description = "IntegrationAlreadyExistsError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn add_spec(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -225,7 +225,7 @@ async fn add_spec(
     }))
 }
 
-#[utoipa::path(get, path = "/api/openapi/integrations/{slug}", tag = "openapi", summary = "Read an OpenAPI integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/openapi/integrations/{slug}", tag = "openapi", summary = "Read an OpenAPI integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK; null when the integration is of another kind", body = Option<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_integration(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -267,7 +267,7 @@ fn config_view(c: &OpenApiConfigView) -> Value {
     Value::Object(body)
 }
 
-#[utoipa::path(get, path = "/api/openapi/integrations/{slug}/config", tag = "openapi", summary = "Read an OpenAPI integration's configuration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/openapi/integrations/{slug}/config", tag = "openapi", summary = "Read an OpenAPI integration's configuration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK; null when the integration is of another kind", body = Option<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_config(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -277,7 +277,7 @@ async fn get_config(
     ok(config.as_ref().map_or(Value::Null, config_view))
 }
 
-#[utoipa::path(post, path = "/api/openapi/integrations/{slug}/config", tag = "openapi", summary = "Change an OpenAPI integration's authentication or base URL", request_body = ConfigureBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/openapi/integrations/{slug}/config", tag = "openapi", summary = "Change an OpenAPI integration's authentication or base URL", request_body = ConfigureBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn configure(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -292,7 +292,7 @@ async fn configure(
     ok(json!({ "authenticationTemplate": stored }))
 }
 
-#[utoipa::path(post, path = "/api/openapi/integrations/{slug}/spec", tag = "openapi", summary = "Replace or re-fetch an OpenAPI integration's spec", request_body = UpdateSpecBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/openapi/integrations/{slug}/spec", tag = "openapi", summary = "Replace or re-fetch an OpenAPI integration's spec", request_body = UpdateSpecBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn update_spec(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -321,7 +321,7 @@ async fn update_spec(
     }))
 }
 
-#[utoipa::path(delete, path = "/api/openapi/integrations/{slug}", tag = "openapi", summary = "Remove an OpenAPI integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Removed), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(delete, path = "/api/openapi/integrations/{slug}", tag = "openapi", summary = "Remove an OpenAPI integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 204, description = "Removed"), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 409, description = "IntegrationRemovalNotAllowedError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn remove_integration(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,

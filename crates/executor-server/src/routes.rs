@@ -151,7 +151,7 @@ async fn health() -> Response {
 
 // ---- integrations -----------------------------------------------------------------------
 
-#[utoipa::path(get, path = "/api/integrations", tag = "integrations", summary = "List integrations", responses((status = 200, description = "OK", body = Vec<Integration>), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/integrations", tag = "integrations", summary = "List integrations", responses((status = 200, description = "OK", body = Vec<Integration>), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn list_integrations(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -160,7 +160,7 @@ async fn list_integrations(
     ok(Value::Array(list.iter().map(wire::integration).collect()))
 }
 
-#[utoipa::path(get, path = "/api/integrations/{slug}", tag = "integrations", summary = "Read an integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Integration), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/integrations/{slug}", tag = "integrations", summary = "Read an integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Integration), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_integration(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -171,7 +171,7 @@ async fn get_integration(
     ))
 }
 
-#[utoipa::path(patch, path = "/api/integrations/{slug}", tag = "integrations", summary = "Rename or redescribe an integration", request_body = wire::PatchIntegrationBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(patch, path = "/api/integrations/{slug}", tag = "integrations", summary = "Rename or redescribe an integration", request_body = wire::PatchIntegrationBody, params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Integration), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn patch_integration(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -184,7 +184,7 @@ async fn patch_integration(
     ok(wire::integration(&updated))
 }
 
-#[utoipa::path(delete, path = "/api/integrations/{slug}", tag = "integrations", summary = "Remove an integration with its connections and tools", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Removed), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 409, description = "IntegrationRemovalNotAllowedError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(delete, path = "/api/integrations/{slug}", tag = "integrations", summary = "Remove an integration with its connections and tools", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Removed), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 409, description = "IntegrationRemovalNotAllowedError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn remove_integration(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -196,7 +196,7 @@ async fn remove_integration(
 
 // ---- credential providers ---------------------------------------------------------------
 
-#[utoipa::path(get, path = "/api/providers", tag = "providers", summary = "List credential providers", responses((status = 200, description = "The keys of the credential providers this caller may use", body = Vec<String>), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/providers", tag = "providers", summary = "List credential providers", responses((status = 200, description = "The keys of the credential providers this caller may use", body = Vec<String>), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn list_providers(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -205,7 +205,7 @@ async fn list_providers(
 }
 
 /// `[{id, name}]`: names only, never values; empty for unknown or non-listable providers.
-#[utoipa::path(get, path = "/api/providers/{key}/items", tag = "providers", params(("key" = String, Path, description = "The credential provider's key")), responses((status = 200, description = "Names only, never values", body = Vec<ProviderItem>), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/providers/{key}/items", tag = "providers", params(("key" = String, Path, description = "The credential provider's key")), responses((status = 200, description = "Names only, never values", body = Vec<ProviderItem>), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn provider_items(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -222,7 +222,7 @@ async fn provider_items(
 
 // ---- connections ------------------------------------------------------------------------
 
-#[utoipa::path(get, path = "/api/connections", tag = "connections", summary = "List connections", params(("integration" = Option<String>, Query, description = "Only this integration's"), ("owner" = Option<String>, Query, description = "`org` or `user`")), responses((status = 200, description = "OK", body = Vec<Connection>), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/connections", tag = "connections", summary = "List connections", params(("integration" = Option<String>, Query, description = "Only this integration's"), ("owner" = Option<String>, Query, description = "`org` or `user`")), responses((status = 200, description = "OK", body = Vec<Connection>), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn list_connections(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -235,7 +235,7 @@ async fn list_connections(
     ok(Value::Array(list.iter().map(wire::connection).collect()))
 }
 
-#[utoipa::path(post, path = "/api/connections", tag = "connections", summary = "Add a connection (credentials) to an integration", request_body = wire::CreateConnectionBody, responses((status = 200, description = "OK", body = Connection), (status = 400, description = "HttpApiSchemaError, InvalidConnectionInputError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 409, description = "ConnectionAlreadyExistsError, CredentialProviderNotRegisteredError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/connections", tag = "connections", summary = "Add a connection (credentials) to an integration", request_body = wire::CreateConnectionBody, responses((status = 200, description = "OK", body = Connection), (status = 400, description = "HttpApiSchemaError, InvalidConnectionInputError", body = ErrorBody), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 409, description = "ConnectionAlreadyExistsError, CredentialProviderNotRegisteredError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn create_connection(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -249,9 +249,12 @@ async fn create_connection(
             provider: f.provider,
             id: f.id,
         },
+        // A method without credentials (`none`) needs no origin; any other method then
+        // answers which variable is missing.
+        (None, None, None) => CredentialOrigin::Values(Default::default()),
         _ => {
             return Err(ApiError::schema(
-                "Expected exactly one credential origin: value, values or from.",
+                "Expected at most one credential origin: value, values or from.",
             ));
         }
     };
@@ -285,7 +288,7 @@ fn connection_key(
     })
 }
 
-#[utoipa::path(get, path = "/api/connections/{owner}/{integration}/{name}", tag = "connections", summary = "Read a connection", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Connection), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/connections/{owner}/{integration}/{name}", tag = "connections", summary = "Read a connection", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Connection), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_connection(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -297,7 +300,7 @@ async fn get_connection(
     ))
 }
 
-#[utoipa::path(patch, path = "/api/connections/{owner}/{integration}/{name}", tag = "connections", summary = "Change a connection's description or identity label", request_body = wire::PatchConnectionBody, params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Connection), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(patch, path = "/api/connections/{owner}/{integration}/{name}", tag = "connections", summary = "Change a connection's description or identity label", request_body = wire::PatchConnectionBody, params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Connection), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn patch_connection(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -311,7 +314,7 @@ async fn patch_connection(
     ok(wire::connection(&updated))
 }
 
-#[utoipa::path(delete, path = "/api/connections/{owner}/{integration}/{name}", tag = "connections", summary = "Remove a connection", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Removed), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(delete, path = "/api/connections/{owner}/{integration}/{name}", tag = "connections", summary = "Remove a connection", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Removed), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn remove_connection(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -322,7 +325,7 @@ async fn remove_connection(
     ok(json!({ "removed": true }))
 }
 
-#[utoipa::path(post, path = "/api/connections/{owner}/{integration}/{name}/refresh", tag = "connections", summary = "Fetch a connection's tools again", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Vec<Tool>), (status = 400, description = "HttpApiSchemaError, McpConnectionError, McpToolDiscoveryError, OpenApiParseError, GraphqlIntrospectionError", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/connections/{owner}/{integration}/{name}/refresh", tag = "connections", summary = "Fetch a connection's tools again", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = Vec<Tool>), (status = 400, description = "HttpApiSchemaError, McpConnectionError, McpToolDiscoveryError, OpenApiParseError, GraphqlIntrospectionError", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn refresh_connection(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -337,7 +340,7 @@ async fn refresh_connection(
 
 // ---- tools ------------------------------------------------------------------------------
 
-#[utoipa::path(get, path = "/api/tools", tag = "tools", summary = "List tools", params(("integration" = Option<String>, Query, description = "Only this integration's"), ("owner" = Option<String>, Query, description = "`org` or `user`"), ("connection" = Option<String>, Query, description = "Only this connection's"), ("query" = Option<String>, Query, description = "Words the name or description contains"), ("includeBlocked" = Option<bool>, Query, description = "`false` leaves out blocked tools"), ("includeAnnotations" = Option<bool>, Query, description = "`false` leaves out approval annotations")), responses((status = 200, description = "OK", body = Vec<Tool>), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/tools", tag = "tools", summary = "List tools", params(("integration" = Option<String>, Query, description = "Only this integration's"), ("owner" = Option<String>, Query, description = "`org` or `user`"), ("connection" = Option<String>, Query, description = "Only this connection's"), ("query" = Option<String>, Query, description = "Words the name or description contains"), ("includeBlocked" = Option<bool>, Query, description = "`false` leaves out blocked tools"), ("includeAnnotations" = Option<bool>, Query, description = "`false` leaves out approval annotations")), responses((status = 200, description = "OK", body = Vec<Tool>), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn list_tools(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -361,7 +364,7 @@ async fn list_tools(
     ))
 }
 
-#[utoipa::path(get, path = "/api/tools/schema", tag = "tools", summary = "A tool's schemas and TypeScript declarations", params(("address" = String, Query, description = "`tools.<integration>.<owner>.<connection>.<tool>`")), responses((status = 200, description = "OK", body = ToolSchema), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ToolNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/tools/schema", tag = "tools", summary = "A tool's schemas and TypeScript declarations", params(("address" = String, Query, description = "`tools.<integration>.<owner>.<connection>.<tool>`")), responses((status = 200, description = "OK", body = ToolSchema), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ToolNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn tool_schema(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -377,7 +380,7 @@ async fn tool_schema(
 
 // ---- policies ---------------------------------------------------------------------------
 
-#[utoipa::path(get, path = "/api/policies", tag = "policies", summary = "List tool policies in the order they apply", responses((status = 200, description = "OK", body = Vec<Policy>), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/policies", tag = "policies", summary = "List tool policies in the order they apply", responses((status = 200, description = "OK", body = Vec<Policy>), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn list_policies(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -386,7 +389,7 @@ async fn list_policies(
     ok(Value::Array(list.iter().map(wire::policy).collect()))
 }
 
-#[utoipa::path(post, path = "/api/policies", tag = "policies", summary = "Add a tool policy", request_body = wire::CreatePolicyBody, responses((status = 200, description = "OK", body = Policy), (status = 400, description = "HttpApiSchemaError, InvalidPolicyError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/policies", tag = "policies", summary = "Add a tool policy", request_body = wire::CreatePolicyBody, responses((status = 200, description = "OK", body = Policy), (status = 400, description = "HttpApiSchemaError, InvalidPolicyError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn create_policy(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -399,7 +402,7 @@ async fn create_policy(
     ok(wire::policy(&created))
 }
 
-#[utoipa::path(patch, path = "/api/policies/{id}", tag = "policies", summary = "Change a policy's pattern, action or position", request_body = wire::UpdatePolicyBody, params(("id" = String, Path, description = "The id")), responses((status = 200, description = "OK", body = Policy), (status = 400, description = "HttpApiSchemaError, InvalidPolicyError", body = ErrorBody), (status = 404, description = "PolicyNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(patch, path = "/api/policies/{id}", tag = "policies", summary = "Change a policy's pattern, action or position", request_body = wire::UpdatePolicyBody, params(("id" = String, Path, description = "The id")), responses((status = 200, description = "OK", body = Policy), (status = 400, description = "HttpApiSchemaError, InvalidPolicyError", body = ErrorBody), (status = 404, description = "PolicyNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn update_policy(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -420,7 +423,7 @@ async fn update_policy(
     ok(wire::policy(&updated))
 }
 
-#[utoipa::path(delete, path = "/api/policies/{id}", tag = "policies", summary = "Remove a policy", request_body = wire::OwnerBody, params(("id" = String, Path, description = "The id")), responses((status = 200, description = "OK", body = Removed), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "PolicyNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(delete, path = "/api/policies/{id}", tag = "policies", summary = "Remove a policy", request_body = wire::OwnerBody, params(("id" = String, Path, description = "The id")), responses((status = 200, description = "OK", body = Removed), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "PolicyNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn remove_policy(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -438,7 +441,7 @@ async fn remove_policy(
 
 // ---- executions -------------------------------------------------------------------------
 
-#[utoipa::path(post, path = "/api/executions", tag = "executions", summary = "Run code against the tools", request_body = wire::ExecuteBody, responses((status = 200, description = "OK", body = ExecutionOutcome), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 503, description = "ServerBusyError: too many executions; retry after the Retry-After header", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/executions", tag = "executions", summary = "Run code against the tools", request_body = wire::ExecuteBody, responses((status = 200, description = "OK", body = ExecutionOutcome), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 503, description = "ServerBusyError: too many executions; retry after the Retry-After header", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn execute(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -450,7 +453,7 @@ async fn execute(
     ok(wire::outcome(&outcome))
 }
 
-#[utoipa::path(get, path = "/api/executions", tag = "executions", summary = "The execution history", params(("limit" = Option<u32>, Query, description = "At most this many (1–100, default 50)"), ("offset" = Option<u32>, Query, description = "Skip this many"), ("status" = Option<String>, Query, description = "running, paused, completed, failed or expired"), ("integration" = Option<String>, Query, description = "Only executions that called a tool of this integration")), responses((status = 200, description = "Newest first", body = Vec<ExecutionSummary>), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/executions", tag = "executions", summary = "The execution history", params(("limit" = Option<u32>, Query, description = "At most this many (1–100, default 50)"), ("offset" = Option<u32>, Query, description = "Skip this many"), ("status" = Option<String>, Query, description = "running, paused, completed, failed or expired"), ("integration" = Option<String>, Query, description = "Only executions that called a tool of this integration")), responses((status = 200, description = "Newest first", body = Vec<ExecutionSummary>), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn list_executions(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -485,7 +488,7 @@ async fn list_executions(
     ))
 }
 
-#[utoipa::path(get, path = "/api/executions/{id}", tag = "executions", summary = "A paused execution's pending request", params(("id" = String, Path, description = "The id")), responses((status = 200, description = "The pending request of a paused execution", body = PausedExecution), (status = 404, description = "ExecutionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/executions/{id}", tag = "executions", summary = "A paused execution's pending request", params(("id" = String, Path, description = "The id")), responses((status = 200, description = "The pending request of a paused execution", body = PausedExecution), (status = 404, description = "ExecutionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn get_execution(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -497,7 +500,7 @@ async fn get_execution(
 
 /// Beyond the original: what was recorded of one execution (code, outcome, the journal of its
 /// tool calls with redacted arguments), for the console's execution page.
-#[utoipa::path(get, path = "/api/executions/{id}/journal", tag = "executions", params(("id" = String, Path, description = "The id")), responses((status = 200, description = "OK", body = ExecutionRecord), (status = 404, description = "ExecutionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/executions/{id}/journal", tag = "executions", params(("id" = String, Path, description = "The id")), responses((status = 200, description = "OK", body = ExecutionRecord), (status = 404, description = "ExecutionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn execution_journal(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -510,7 +513,7 @@ async fn execution_journal(
 /// Beyond the original: server-sent events, one `execution` event (a history item) each time
 /// one of the caller's executions starts, pauses, resumes or settles; `resync` when this
 /// stream fell behind and the client should read the history again.
-#[utoipa::path(get, path = "/api/executions/events", tag = "executions", responses((status = 200, description = "Server-sent events: `execution` (data: an ExecutionSummary) on each start, pause, resume and settle; `resync` when the stream fell behind", body = ExecutionSummary, content_type = "text/event-stream"), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/executions/events", tag = "executions", responses((status = 200, description = "Server-sent events: `execution` (data: an ExecutionSummary) on each start, pause, resume and settle; `resync` when the stream fell behind", body = ExecutionSummary, content_type = "text/event-stream"), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn execution_events(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
@@ -532,7 +535,7 @@ async fn execution_events(
         .into_response()
 }
 
-#[utoipa::path(post, path = "/api/executions/{id}/resume", tag = "executions", summary = "Answer a paused execution: accept, decline or cancel", request_body = wire::ResumeBody, params(("id" = String, Path, description = "The id")), responses((status = 200, description = "OK", body = ExecutionOutcome), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ExecutionNotFoundError", body = ErrorBody), (status = 401, description = "Unauthorized: the bearer token is missing or wrong", body = ErrorBody), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/executions/{id}/resume", tag = "executions", summary = "Answer a paused execution: accept, decline or cancel", request_body = wire::ResumeBody, params(("id" = String, Path, description = "The id")), responses((status = 200, description = "OK", body = ExecutionOutcome), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 404, description = "ExecutionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn resume_execution(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,

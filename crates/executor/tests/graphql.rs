@@ -654,7 +654,7 @@ async fn endpoints_that_are_not_graphql_store_nothing() {
     assert_eq!(status, 409, "{body}");
     assert_eq!(
         body,
-        json!({"_tag": "IntegrationAlreadyExistsError", "slug": "lib"})
+        json!({"_tag": "IntegrationAlreadyExistsError", "message": "An integration \"lib\" already exists; choose another slug.", "slug": "lib"})
     );
     assert_eq!(server.requests(), before);
     // An MCP route does not show a GraphQL integration, nor the GraphQL route an unknown one.
@@ -747,7 +747,7 @@ async fn auth_config_merge_and_replace() {
     assert_eq!(status, 404, "{body}");
     assert_eq!(
         body,
-        json!({"_tag": "IntegrationNotFoundError", "slug": "nope"})
+        json!({"_tag": "IntegrationNotFoundError", "message": "No integration \"nope\".", "slug": "nope"})
     );
 }
 

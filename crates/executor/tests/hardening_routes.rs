@@ -283,21 +283,21 @@ async fn deleting_what_is_not_there_is_a_404_and_the_built_in_a_409() {
         delete(&h, "/api/integrations/nope", None).await,
         (
             404,
-            json!({"_tag": "IntegrationNotFoundError", "slug": "nope"})
+            json!({"_tag": "IntegrationNotFoundError", "message": "No integration \"nope\".", "slug": "nope"})
         )
     );
     assert_eq!(
         delete(&h, "/api/integrations/executor", None).await,
         (
             409,
-            json!({"_tag": "IntegrationRemovalNotAllowedError", "slug": "executor"})
+            json!({"_tag": "IntegrationRemovalNotAllowedError", "message": "The integration \"executor\" is built in and cannot be removed.", "slug": "executor"})
         )
     );
     assert_eq!(
         delete(&h, "/api/policies/nope", Some(json!({"owner": "org"}))).await,
         (
             404,
-            json!({"_tag": "PolicyNotFoundError", "policyId": "nope"})
+            json!({"_tag": "PolicyNotFoundError", "message": "No policy nope.", "policyId": "nope"})
         )
     );
 }

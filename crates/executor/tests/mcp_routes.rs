@@ -209,7 +209,7 @@ async fn bad_configs_are_refused_and_change_nothing() {
     assert_eq!(status, 404, "{answer}");
     assert_eq!(
         answer,
-        json!({"_tag": "IntegrationNotFoundError", "slug": "nope"})
+        json!({"_tag": "IntegrationNotFoundError", "message": "No integration \"nope\".", "slug": "nope"})
     );
     let (status, answer) = h
         .post(
@@ -574,7 +574,7 @@ async fn removing_a_server_removes_the_oauth_clients_only_it_used() {
         (status, body),
         (
             404,
-            json!({"_tag": "IntegrationNotFoundError", "slug": "nope"})
+            json!({"_tag": "IntegrationNotFoundError", "message": "No integration \"nope\".", "slug": "nope"})
         )
     );
 }

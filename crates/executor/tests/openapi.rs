@@ -564,7 +564,7 @@ async fn openapi_by_url_journey() {
     assert_eq!(status, 409, "{dup}");
     assert_eq!(
         dup,
-        json!({"_tag": "IntegrationAlreadyExistsError", "slug": "pet_store"})
+        json!({"_tag": "IntegrationAlreadyExistsError", "message": "An integration \"pet_store\" already exists; choose another slug.", "slug": "pet_store"})
     );
 
     // Delete: the integration, its connections and tools go.

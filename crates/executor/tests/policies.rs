@@ -137,7 +137,10 @@ async fn policies_gate_tool_calls() {
     assert_eq!(delete().await, (200, json!({"removed": true})));
     assert_eq!(
         delete().await,
-        (404, json!({"_tag": "PolicyNotFoundError", "policyId": id}))
+        (
+            404,
+            json!({"_tag": "PolicyNotFoundError", "message": format!("No policy {id}."), "policyId": id})
+        )
     );
 }
 

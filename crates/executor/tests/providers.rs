@@ -192,7 +192,7 @@ async fn a_file_connection_reads_the_file_on_every_call() {
     assert_eq!(status, 409, "{err}");
     assert_eq!(
         err,
-        json!({"_tag": "CredentialProviderNotRegisteredError", "provider": "nope"})
+        json!({"_tag": "CredentialProviderNotRegisteredError", "message": "No credential provider \"nope\" is available here.", "provider": "nope"})
     );
     let (_, conns) = h.get("/api/connections?integration=echo").await;
     assert_eq!(conns, json!([]));

@@ -900,36 +900,39 @@ export interface components {
             authenticationTemplate?: unknown[] | null;
             specOverrides?: unknown;
         };
+        /** @enum {string} */
+        AuthKind: "none" | "oauth" | "apikey";
         /** @description One way to connect an account to the integration. */
         AuthMethod: {
             id: string;
             label: string;
-            /** @description `none`, `oauth` or `apikey`. */
-            kind: string;
+            kind: components["schemas"]["AuthKind"];
             /** @description The `template` a connection made with this method names. */
             template: string;
-            placements?: components["schemas"]["Placement"][] | null;
+            placements?: components["schemas"]["Placement"][];
             /** @description MCP OAuth: where its endpoints are discovered. */
-            oauth?: unknown;
+            oauth?: components["schemas"]["OAuthDiscovery"];
         };
+        /** @enum {string} */
+        Carrier: "header" | "query" | "env";
         Connection: {
-            /** @description `org` or `user`. */
-            owner: string;
+            owner: components["schemas"]["Owner"];
             name: string;
             integration: string;
             template: string;
-            provider?: string | null;
+            provider: string | null;
             /** @description `tools.<integration>.<owner>.<name>` */
             address: string;
-            identityLabel?: string | null;
+            identityLabel: string | null;
+            /** @description Absent from the OAuth flow's projection. */
             description?: string | null;
             /** Format: int64 */
-            expiresAt?: number | null;
-            oauthClient?: string | null;
-            oauthClientOwner?: string | null;
-            oauthScope?: string | null;
+            expiresAt: number | null;
+            oauthClient: string | null;
+            oauthClientOwner: components["schemas"]["Owner"] | null;
+            oauthScope: string | null;
             missingOAuthScopes: string[];
-            lastHealth?: unknown;
+            lastHealth?: components["schemas"]["HealthResult"] | null;
         };
         ConnectionFrom: {
             provider: string;
@@ -967,8 +970,8 @@ export interface components {
         Error: {
             /** @example IntegrationNotFoundError */
             _tag: string;
-            message?: string | null;
-            traceId?: string | null;
+            message?: string;
+            traceId?: string;
         };
         ExecuteBody: {
             code: string;
@@ -983,7 +986,7 @@ export interface components {
             /** Format: int64 */
             startedAt: number;
             /** Format: int64 */
-            durationMs?: number | null;
+            durationMs?: number;
             /** @description `{resolve: value}` or `{reject: message}`; absent while in flight. */
             outcome?: unknown;
             /** @description The person's answer when the call needed one. */
@@ -991,50 +994,50 @@ export interface components {
         };
         /** @description What `POST /api/executions` and a resume answer. */
         ExecutionOutcome: {
-            /** @description `completed` or `paused`. */
-            status: string;
+            status: components["schemas"]["OutcomeStatus"];
             text: string;
             structured: unknown;
-            isError?: boolean | null;
+            isError?: boolean;
             /** @description MCP content blocks the code emitted. */
-            content?: unknown[] | null;
+            content?: unknown[];
         };
         /** @description One execution as recorded. */
         ExecutionRecord: {
             id: string;
-            status: string;
+            status: components["schemas"]["ExecutionStatus"];
             /** Format: int64 */
             startedAt: number;
             /** Format: int64 */
             toolCalls: number;
             /** Format: int64 */
-            finishedAt?: number | null;
+            finishedAt?: number;
             /** Format: int64 */
-            durationMs?: number | null;
-            isError?: boolean | null;
+            durationMs?: number;
+            isError?: boolean;
             code: string;
             autoApprove: boolean;
             /** @description `{text, structured, isError}` once settled. */
             outcome?: unknown;
             /** Format: int64 */
-            expiresAt?: number | null;
+            expiresAt?: number;
             /** @description What a person is asked, while paused. */
             pending?: unknown;
             calls: components["schemas"]["ExecutionCall"][];
         };
+        /** @enum {string} */
+        ExecutionStatus: "running" | "paused" | "completed" | "failed" | "expired";
         ExecutionSummary: {
             id: string;
-            /** @description `running`, `paused`, `completed`, `failed` or `expired`. */
-            status: string;
+            status: components["schemas"]["ExecutionStatus"];
             /** Format: int64 */
             startedAt: number;
             /** Format: int64 */
             toolCalls: number;
             /** Format: int64 */
-            finishedAt?: number | null;
+            finishedAt?: number;
             /** Format: int64 */
-            durationMs?: number | null;
-            isError?: boolean | null;
+            durationMs?: number;
+            isError?: boolean;
         };
         GraphqlConfigBody: {
             authenticationTemplate: unknown;
@@ -1044,18 +1047,32 @@ export interface components {
             /** @description Required; `null` removes the probe. */
             spec?: Record<string, never> | null;
         };
+        /** @description A health check's verdict, as kept on the connection. */
+        HealthResult: {
+            /** @description `healthy`, `expired`, `degraded` or `unknown`. */
+            status: string;
+            /** Format: int32 */
+            httpStatus?: number;
+            identity?: string;
+            /** Format: int64 */
+            checkedAt: number;
+            detail?: string;
+            /** @description Fields of the probe's response (credentials scrubbed), to pick an identity from. */
+            responseSample?: components["schemas"]["SampleField"][];
+        };
         Integration: {
             slug: string;
             name: string;
-            description?: string | null;
-            /** @description `mcp`, `openapi`, `graphql` or `builtin`. */
-            kind: string;
+            description: string | null;
+            kind: components["schemas"]["IntegrationKind"];
             canRemove: boolean;
             canRefresh: boolean;
             authMethods: components["schemas"]["AuthMethod"][];
             /** @description The server URL or endpoint people recognise the integration by. */
-            displayUrl?: string | null;
+            displayUrl?: string;
         };
+        /** @enum {string} */
+        IntegrationKind: "mcp" | "openapi" | "graphql" | "built-in";
         McpAuthBody: {
             authenticationTemplate: unknown[];
             mode?: string | null;
@@ -1103,6 +1120,10 @@ export interface components {
         OAuthCompleteBody: {
             state: string;
             code: string;
+        };
+        OAuthDiscovery: {
+            discoveryUrl: string;
+            supportsDynamicRegistration: boolean;
         };
         OAuthProbeBody: {
             url: string;
@@ -1155,6 +1176,13 @@ export interface components {
             spec?: unknown;
             specOverrides?: unknown;
         };
+        /** @enum {string} */
+        OutcomeStatus: "completed" | "paused";
+        /**
+         * @description Who a row belongs to: the organisation (`org`, everyone) or one person (`user`).
+         * @enum {string}
+         */
+        Owner: "org" | "user";
         OwnerBody: {
             owner: string;
         };
@@ -1178,19 +1206,17 @@ export interface components {
         };
         /** @description Where a credential goes on a request. */
         Placement: {
-            /** @description `header`, `query` or `env`. */
-            carrier: string;
+            carrier: components["schemas"]["Carrier"];
             name: string;
             prefix: string;
-            variable?: string | null;
-            literal?: string | null;
+            variable?: string;
+            literal?: string;
         };
         Policy: {
             id: string;
-            owner: string;
+            owner: components["schemas"]["Owner"];
             pattern: string;
-            /** @description `approve`, `require_approval` or `block`. */
-            action: string;
+            action: components["schemas"]["PolicyAction"];
             /** @description Fractional index: rules of one owner apply in this order. */
             position: string;
             /** Format: int64 */
@@ -1204,6 +1230,8 @@ export interface components {
             matches: number;
             author: string;
         };
+        /** @enum {string} */
+        PolicyAction: "approve" | "require_approval" | "block";
         ProviderItem: {
             id: string;
             name: string;
@@ -1215,30 +1243,37 @@ export interface components {
             action: string;
             content?: unknown;
         };
+        SampleField: {
+            path: string;
+            value: unknown;
+        };
         Tool: {
             address: string;
-            owner: string;
+            owner: components["schemas"]["Owner"];
             integration: string;
             connection: string;
             name: string;
             pluginId: string;
-            description?: string | null;
-            static?: boolean | null;
-            requiresApproval?: boolean | null;
-            approvalDescription?: string | null;
-            mayElicit?: boolean | null;
+            description: string | null;
+            static?: boolean;
+            requiresApproval?: boolean;
+            approvalDescription?: string;
+            mayElicit?: boolean;
         };
         /** @description A tool's schemas and their TypeScript. */
         ToolSchema: {
             address: string;
             name: string;
-            description?: string | null;
+            description: string | null;
             inputSchema?: unknown;
             outputSchema?: unknown;
             schemaDefinitions?: unknown;
-            inputTypeScript?: string | null;
+            inputTypeScript?: string;
             outputTypeScript: string;
-            typeScriptDefinitions: unknown;
+            /** @description Named TypeScript types the declarations refer to. */
+            typeScriptDefinitions: {
+                [key: string]: string;
+            };
         };
         UpdatePolicyBody: {
             owner: string;
@@ -1298,13 +1333,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -1349,13 +1384,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -1406,7 +1441,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": components["schemas"]["HealthResult"];
                 };
             };
             /** @description HttpApiSchemaError, InvalidConnectionInputError */
@@ -1418,13 +1453,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -1490,13 +1525,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description ConnectionNotFoundError */
@@ -1553,13 +1588,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description ConnectionNotFoundError */
@@ -1620,13 +1655,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description ConnectionNotFoundError */
@@ -1651,7 +1686,10 @@ export interface operations {
     };
     check_connection: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Answer the kept verdict when it is younger than this many ms */
+                ifStaleMs?: number;
+            };
             header?: never;
             path: {
                 /** @description `org` or `user` */
@@ -1665,13 +1703,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description The verdict, also kept on the connection */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": components["schemas"]["HealthResult"];
                 };
             };
             /** @description HttpApiSchemaError: the body, path or query is not what the route takes */
@@ -1683,13 +1721,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description ConnectionNotFoundError */
@@ -1746,13 +1784,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description ConnectionNotFoundError */
@@ -1831,13 +1869,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -1882,13 +1920,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -1929,13 +1967,13 @@ export interface operations {
                     "text/event-stream": components["schemas"]["ExecutionSummary"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -1970,13 +2008,13 @@ export interface operations {
                     "application/json": components["schemas"]["PausedExecution"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description ExecutionNotFoundError */
@@ -2020,13 +2058,13 @@ export interface operations {
                     "application/json": components["schemas"]["ExecutionRecord"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description ExecutionNotFoundError */
@@ -2083,13 +2121,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description ExecutionNotFoundError */
@@ -2143,13 +2181,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationAlreadyExistsError */
@@ -2184,22 +2222,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK; null when the integration is of another kind */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, never> | null;
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2234,22 +2272,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK; null when the integration is of another kind */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, never> | null;
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2306,13 +2344,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2382,13 +2420,13 @@ export interface operations {
                     "application/json": components["schemas"]["Integration"][];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -2423,13 +2461,13 @@ export interface operations {
                     "application/json": components["schemas"]["Integration"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2473,13 +2511,13 @@ export interface operations {
                     "application/json": components["schemas"]["Removed"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2545,13 +2583,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2595,13 +2633,13 @@ export interface operations {
                     "application/json": Record<string, never> | null;
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2658,13 +2696,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2708,13 +2746,13 @@ export interface operations {
                     "application/json": Record<string, never>[];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2768,13 +2806,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -2819,13 +2857,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationAlreadyExistsError */
@@ -2860,22 +2898,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK; null when the integration is of another kind */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, never> | null;
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -2919,8 +2957,17 @@ export interface operations {
                     "application/json": components["schemas"]["Removed"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description IntegrationNotFoundError */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2928,8 +2975,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description IntegrationNotFoundError */
-            404: {
+            /** @description IntegrationRemovalNotAllowedError */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2982,13 +3029,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -3045,13 +3092,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -3086,22 +3133,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The flow's result once the callback ran */
+            /** @description The flow's result once the callback ran; null until then */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, never> | null;
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description OAuthSessionNotFoundError */
@@ -3151,6 +3198,15 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /** @description The same page, reporting the failure */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
             /** @description InternalError: a fault of the server, with a traceId */
             500: {
                 headers: {
@@ -3193,13 +3249,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -3263,13 +3319,13 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
-            /** @description Not found */
+            /** @description No such target (text `Not Found`) */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -3301,13 +3357,13 @@ export interface operations {
                     "application/json": Record<string, never>[];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -3352,13 +3408,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -3403,13 +3459,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -3457,13 +3513,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description OAuthClientNotFoundError */
@@ -3517,13 +3573,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description OAuthSessionNotFoundError */
@@ -3577,13 +3633,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -3628,13 +3684,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError, OAuthClientNotFoundError */
@@ -3689,22 +3745,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK; null when the integration is of another kind */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, never> | null;
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -3739,17 +3795,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
-            200: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Removed"];
+                    "text/plain": string;
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
-            401: {
+            /** @description IntegrationNotFoundError */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3757,8 +3820,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description IntegrationNotFoundError */
-            404: {
+            /** @description IntegrationRemovalNotAllowedError */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3789,22 +3852,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK; null when the integration is of another kind */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, never> | null;
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -3861,13 +3924,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -3924,13 +3987,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationNotFoundError */
@@ -3984,13 +4047,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -4035,13 +4098,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description IntegrationAlreadyExistsError */
@@ -4082,13 +4145,13 @@ export interface operations {
                     "application/json": components["schemas"]["Policy"][];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -4133,13 +4196,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -4187,13 +4250,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description PolicyNotFoundError */
@@ -4250,13 +4313,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description PolicyNotFoundError */
@@ -4297,13 +4360,13 @@ export interface operations {
                     "application/json": string[];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -4338,13 +4401,13 @@ export interface operations {
                     "application/json": components["schemas"]["ProviderItem"][];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -4398,13 +4461,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
@@ -4448,13 +4511,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unauthorized: the bearer token is missing or wrong */
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
             401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "text/plain": string;
                 };
             };
             /** @description ToolNotFoundError */

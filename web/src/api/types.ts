@@ -20,6 +20,7 @@ export type ExecutionSummary = Schemas["ExecutionSummary"];
 export type ExecutionRecord = Schemas["ExecutionRecord"];
 export type ExecutionCall = Schemas["ExecutionCall"];
 export type ProviderItem = Schemas["ProviderItem"];
+export type HealthResult = Schemas["HealthResult"];
 
 // Request bodies
 export type CreateConnectionBody = Schemas["CreateConnectionBody"];

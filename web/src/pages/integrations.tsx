@@ -1,7 +1,212 @@
+// `/`: every integration with its tool count and connection health, a filter, the Add menu and
+// the agent setup card. Three requests in all: integrations, connections, tools (no N+1).
+
+import * as DropdownMenu from "@radix-ui/react-dropdown-menu";
+import { useMemo, useState } from "react";
+import { Link, useLocation } from "wouter";
+import { describeError } from "../api/http";
+import { useConnections, useIntegrations, useTools, type Connection } from "../api/integrations";
+import { ConnectAgent } from "../components/connect-agent";
+import "./integrations.css";
+
+export const KIND_LABEL: Record<string, string> = { mcp: "MCP", openapi: "OpenAPI", graphql: "GraphQL" };
+
+export function AddMenu() {
+  const [, navigate] = useLocation();
+  return (
+    <DropdownMenu.Root>
+      <DropdownMenu.Trigger asChild>
+        <button type="button" className="primary">
+          Add integration ▾
+        </button>
+      </DropdownMenu.Trigger>
+      <DropdownMenu.Portal>
+        <DropdownMenu.Content className="menu-content" align="end" sideOffset={4}>
+          <DropdownMenu.Item className="menu-item" onSelect={() => navigate("/integrations/add/mcp")}>
+            MCP server
+          </DropdownMenu.Item>
+          <DropdownMenu.Item className="menu-item" onSelect={() => navigate("/integrations/add/openapi")}>
+            OpenAPI spec
+          </DropdownMenu.Item>
+          <DropdownMenu.Item className="menu-item" onSelect={() => navigate("/integrations/add/graphql")}>
+            GraphQL endpoint
+          </DropdownMenu.Item>
+        </DropdownMenu.Content>
+      </DropdownMenu.Portal>
+    </DropdownMenu.Root>
+  );
+}
+
+/** healthy / expired+degraded / never checked, as a row of dots. */
+export function HealthSummary({ connections }: { connections: Connection[] }) {
+  if (connections.length === 0) return <span className="muted">No connections</span>;
+  let ok = 0;
+  let bad = 0;
+  let unknown = 0;
+  for (const c of connections) {
+    const s = c.lastHealth?.status;
+    if (s === "healthy") ok++;
+    else if (s === "expired" || s === "degraded") bad++;
+    else unknown++;
+  }
+  const parts: string[] = [];
+  if (ok) parts.push(`${ok} healthy`);
+  if (bad) parts.push(`${bad} failing`);
+  if (unknown) parts.push(`${unknown} not checked`);
+  return (
+    <span className="health-summary" aria-label={parts.join(", ")}>
+      {ok > 0 && (
+        <span>
+          <span className="dot ok" aria-hidden /> {ok}
+        </span>
+      )}
+      {bad > 0 && (
+        <span>
+          <span className="dot danger" aria-hidden /> {bad}
+        </span>
+      )}
+      {unknown > 0 && (
+        <span>
+          <span className="dot" aria-hidden /> {unknown}
+        </span>
+      )}
+      <span className="muted">
+        {connections.length} connection{connections.length === 1 ? "" : "s"}
+      </span>
+    </span>
+  );
+}
+
 export default function IntegrationsPage() {
+  const integrations = useIntegrations();
+  const connections = useConnections();
+  const tools = useTools();
+  const [filter, setFilter] = useState("");
+
+  const byIntegration = useMemo(() => {
+    const conns = new Map<string, Connection[]>();
+    for (const c of connections.data ?? []) {
+      const list = conns.get(c.integration) ?? [];
+      list.push(c);
+      conns.set(c.integration, list);
+    }
+    // A tool appears once per connection; count distinct names.
+    const names = new Map<string, Set<string>>();
+    for (const t of tools.data ?? []) {
+      const set = names.get(t.integration) ?? new Set<string>();
+      set.add(t.name);
+      names.set(t.integration, set);
+    }
+    return { conns, names };
+  }, [connections.data, tools.data]);
+
+  const shown = useMemo(() => {
+    const q = filter.trim().toLowerCase();
+    const list = integrations.data ?? [];
+    if (!q) return list;
+    return list.filter((i) =>
+      [i.name, i.slug, i.kind, i.description ?? "", i.displayUrl ?? ""].some((s) => s.toLowerCase().includes(q)),
+    );
+  }, [integrations.data, filter]);
+
+  const total = integrations.data?.length ?? 0;
+
   return (
     <section className="page">
-      <h1>Integrations</h1>
+      <div className="page-header">
+        <h1>Integrations</h1>
+        <AddMenu />
+      </div>
+      <div className="int-layout">
+        <div className="stack">
+          {integrations.isError && (
+            <p className="form-top-error" role="alert">
+              {describeError(integrations.error)}
+            </p>
+          )}
+          {integrations.isPending && <p className="muted" role="status">Loading integrations…</p>}
+          {integrations.isSuccess && total === 0 && (
+            <div className="card empty">
+              <h2>No integrations yet</h2>
+              <p className="muted">
+                Add an MCP server, an OpenAPI spec or a GraphQL endpoint once; every agent connected to Executor can
+                then call its tools.
+              </p>
+              <div className="row" style={{ justifyContent: "center" }}>
+                <Link href="/integrations/add/mcp" className="button">
+                  Add MCP server
+                </Link>
+                <Link href="/integrations/add/openapi" className="button">
+                  Add OpenAPI spec
+                </Link>
+                <Link href="/integrations/add/graphql" className="button">
+                  Add GraphQL endpoint
+                </Link>
+              </div>
+            </div>
+          )}
+          {total > 0 && (
+            <>
+              <div className="field int-search">
+                <label htmlFor="integration-filter">Filter integrations</label>
+                <input
+                  id="integration-filter"
+                  type="search"
+                  placeholder="Name, slug or kind"
+                  value={filter}
+                  onChange={(e) => setFilter(e.target.value)}
+                />
+              </div>
+              {(connections.isError || tools.isError) && (
+                <p className="field-error" role="alert">
+                  {describeError(connections.error ?? tools.error)}
+                </p>
+              )}
+              <table className="int-table">
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Kind</th>
+                    <th scope="col">Tools</th>
+                    <th scope="col">Connections</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {shown.map((i) => (
+                    <tr key={i.slug}>
+                      <td>
+                        <Link href={`/integrations/${encodeURIComponent(i.slug)}`}>{i.name}</Link>{" "}
+                        <code className="muted">{i.slug}</code>
+                        {i.description && i.description !== i.name && <span className="int-desc">{i.description}</span>}
+                      </td>
+                      <td>
+                        <span className="badge">{KIND_LABEL[i.kind] ?? i.kind}</span>
+                      </td>
+                      <td>
+                        {!tools.isSuccess ? (
+                          "…"
+                        ) : byIntegration.names.has(i.slug) ? (
+                          byIntegration.names.get(i.slug)!.size
+                        ) : (
+                          // The list API has no tool count; tools are only listed through a connection.
+                          <span className="muted" title="Tools are listed once the integration has a connection">
+                            —
+                          </span>
+                        )}
+                      </td>
+                      <td>
+                        {connections.isSuccess ? <HealthSummary connections={byIntegration.conns.get(i.slug) ?? []} /> : "…"}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+              {shown.length === 0 && <p className="muted">No integration matches “{filter}”.</p>}
+            </>
+          )}
+        </div>
+        <ConnectAgent />
+      </div>
     </section>
   );
 }

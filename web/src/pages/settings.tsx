@@ -1,7 +1,101 @@
+// /settings — this browser's API token (masked; reveal and copy), how to rotate it, and what the
+// server says about itself.
+
+import { useState } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { forgetToken, token } from "../api/auth";
+import "./exec-common.css";
+import "./settings.css";
+import "./executions.css";
+
+export function CopyButton({ text, label }: { text: string; label: string }) {
+  const [state, setState] = useState<"idle" | "copied" | "failed">("idle");
+  return (
+    <>
+      <button
+        type="button"
+        aria-label={label}
+        onClick={() =>
+          navigator.clipboard
+            ? navigator.clipboard.writeText(text).then(
+                () => setState("copied"),
+                () => setState("failed"),
+              )
+            : setState("failed")
+        }
+      >
+        Copy
+      </button>
+      <span role="status" className="field-hint">
+        {state === "copied" ? "Copied." : state === "failed" ? "Copying is blocked here; select the text and copy it." : ""}
+      </span>
+    </>
+  );
+}
+
 export default function SettingsPage() {
+  const value = token() ?? "";
+  const [shown, setShown] = useState(false);
+  // There is no version or data-directory route; the health check at least says it is up.
+  const health = useQuery({
+    queryKey: ["health"],
+    queryFn: async () => (await fetch("/api/health")).ok,
+    retry: false,
+  });
   return (
     <section className="page">
       <h1>Settings</h1>
+      <section className="card" aria-labelledby="token-title">
+        <h2 id="token-title" className="settings-h2">API token</h2>
+        <p className="muted">
+          This browser sends it with every request. Agents and scripts use the same token as{" "}
+          <code>Authorization: Bearer …</code>.
+        </p>
+        {value ? (
+          <div className="field">
+            <label htmlFor="settings-token">Token</label>
+            <div className="copy-row">
+              <input id="settings-token" readOnly type={shown ? "text" : "password"} value={value} />
+              <button type="button" onClick={() => setShown((s) => !s)} aria-pressed={shown}>
+                {shown ? "Hide" : "Reveal"}
+              </button>
+              <CopyButton text={value} label="Copy the token" />
+            </div>
+          </div>
+        ) : (
+          <p>This browser holds no token.</p>
+        )}
+        <h3 className="settings-h2">Rotating it</h3>
+        <p>
+          Run <code>executor server rotate-token</code> on the machine the server runs on. It writes a new token to{" "}
+          <code>server-control/auth.json</code> in the data directory (<code>~/.executor</code> unless{" "}
+          <code>EXECUTOR_DATA_DIR</code> says otherwise); a running server keeps accepting the old one until it
+          restarts (<code>executor daemon restart</code>). Then open the new link the server prints, or sign this
+          browser out and paste the new token.
+        </p>
+        <button
+          type="button"
+          className="danger"
+          onClick={() => {
+            forgetToken();
+            window.location.assign("/");
+          }}
+        >
+          Sign this browser out
+        </button>
+      </section>
+      <section className="card" aria-labelledby="server-title">
+        <h2 id="server-title" className="settings-h2">Server</h2>
+        <dl className="execution-facts">
+          <dt>Address</dt>
+          <dd><code>{window.location.origin}</code></dd>
+          <dt>MCP endpoint</dt>
+          <dd><code>{window.location.origin}/mcp</code></dd>
+          <dt>Health</dt>
+          <dd>{health.isPending ? "checking…" : health.data ? <span className="badge ok">running</span> : <span className="badge danger">not answering</span>}</dd>
+        </dl>
+        <p className="field-hint">This server does not report its version or data directory over the API.</p>
+      </section>
     </section>
   );
 }

@@ -14,10 +14,69 @@ use utoipa::ToSchema;
 pub(crate) struct ErrorBody {
     #[schema(rename = "_tag", example = "IntegrationNotFoundError")]
     tag: String,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     message: Option<String>,
-    #[schema(rename = "traceId", required = false)]
+    #[schema(rename = "traceId", required = false, nullable = false)]
     trace_id: Option<String>,
+}
+
+/// Who a row belongs to: the organisation (`org`, everyone) or one person (`user`).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub(crate) enum Owner {
+    Org,
+    User,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub(crate) enum IntegrationKind {
+    Mcp,
+    Openapi,
+    Graphql,
+    #[schema(rename = "built-in")]
+    BuiltIn,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub(crate) enum AuthKind {
+    None,
+    Oauth,
+    Apikey,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub(crate) enum Carrier {
+    Header,
+    Query,
+    Env,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub(crate) enum PolicyAction {
+    Approve,
+    RequireApproval,
+    Block,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub(crate) enum ExecutionStatus {
+    Running,
+    Paused,
+    Completed,
+    Failed,
+    Expired,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub(crate) enum OutcomeStatus {
+    Completed,
+    Paused,
 }
 
 #[derive(ToSchema)]
@@ -30,14 +89,14 @@ pub(crate) struct Removed {
 pub(crate) struct Integration {
     slug: String,
     name: String,
+    #[schema(required = true)]
     description: Option<String>,
-    /// `mcp`, `openapi`, `graphql` or `builtin`.
-    kind: String,
+    kind: IntegrationKind,
     can_remove: bool,
     can_refresh: bool,
     auth_methods: Vec<AuthMethod>,
     /// The server URL or endpoint people recognise the integration by.
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     display_url: Option<String>,
 }
 
@@ -46,71 +105,108 @@ pub(crate) struct Integration {
 pub(crate) struct AuthMethod {
     id: String,
     label: String,
-    /// `none`, `oauth` or `apikey`.
-    kind: String,
+    kind: AuthKind,
     /// The `template` a connection made with this method names.
     template: String,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     placements: Option<Vec<Placement>>,
     /// MCP OAuth: where its endpoints are discovered.
-    #[schema(required = false)]
-    oauth: Option<Value>,
+    #[schema(required = false, nullable = false)]
+    oauth: Option<OAuthDiscovery>,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct OAuthDiscovery {
+    discovery_url: String,
+    supports_dynamic_registration: bool,
+}
+
+/// A health check's verdict, as kept on the connection.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct HealthResult {
+    /// `healthy`, `expired`, `degraded` or `unknown`.
+    status: String,
+    #[schema(required = false, nullable = false)]
+    http_status: Option<u16>,
+    #[schema(required = false, nullable = false)]
+    identity: Option<String>,
+    checked_at: i64,
+    #[schema(required = false, nullable = false)]
+    detail: Option<String>,
+    /// Fields of the probe's response (credentials scrubbed), to pick an identity from.
+    #[schema(required = false, nullable = false)]
+    response_sample: Option<Vec<SampleField>>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct SampleField {
+    path: String,
+    value: Value,
 }
 
 /// Where a credential goes on a request.
 #[derive(ToSchema)]
 pub(crate) struct Placement {
-    /// `header`, `query` or `env`.
-    carrier: String,
+    carrier: Carrier,
     name: String,
     prefix: String,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     variable: Option<String>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     literal: Option<String>,
 }
 
 #[derive(ToSchema)]
 #[schema(rename_all = "camelCase")]
 pub(crate) struct Connection {
-    /// `org` or `user`.
-    owner: String,
+    owner: Owner,
     name: String,
     integration: String,
     template: String,
+    #[schema(required = true)]
     provider: Option<String>,
     /// `tools.<integration>.<owner>.<name>`
     address: String,
+    #[schema(required = true)]
     identity_label: Option<String>,
+    /// Absent from the OAuth flow's projection.
     #[schema(required = false)]
     description: Option<String>,
+    #[schema(required = true)]
     expires_at: Option<i64>,
+    #[schema(required = true)]
     oauth_client: Option<String>,
-    oauth_client_owner: Option<String>,
+    #[schema(required = true)]
+    oauth_client_owner: Option<Owner>,
+    #[schema(required = true)]
     oauth_scope: Option<String>,
     #[schema(rename = "missingOAuthScopes")]
     missing_oauth_scopes: Vec<String>,
+    /// Absent from the OAuth flow's projection.
     #[schema(required = false)]
-    last_health: Option<Value>,
+    last_health: Option<HealthResult>,
 }
 
 #[derive(ToSchema)]
 #[schema(rename_all = "camelCase")]
 pub(crate) struct Tool {
     address: String,
-    owner: String,
+    owner: Owner,
     integration: String,
     connection: String,
     name: String,
     plugin_id: String,
+    #[schema(required = true)]
     description: Option<String>,
-    #[schema(rename = "static", required = false)]
+    #[schema(rename = "static", required = false, nullable = false)]
     is_static: Option<bool>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     requires_approval: Option<bool>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     approval_description: Option<String>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     may_elicit: Option<bool>,
 }
 
@@ -120,29 +216,30 @@ pub(crate) struct Tool {
 pub(crate) struct ToolSchema {
     address: String,
     name: String,
+    #[schema(required = true)]
     description: Option<String>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     input_schema: Option<Value>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     output_schema: Option<Value>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     schema_definitions: Option<Value>,
-    #[schema(required = false, rename = "inputTypeScript")]
+    #[schema(required = false, nullable = false, rename = "inputTypeScript")]
     input_type_script: Option<String>,
     #[schema(rename = "outputTypeScript")]
     output_type_script: String,
+    /// Named TypeScript types the declarations refer to.
     #[schema(rename = "typeScriptDefinitions")]
-    type_script_definitions: Value,
+    type_script_definitions: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(ToSchema)]
 #[schema(rename_all = "camelCase")]
 pub(crate) struct Policy {
     id: String,
-    owner: String,
+    owner: Owner,
     pattern: String,
-    /// `approve`, `require_approval` or `block`.
-    action: String,
+    action: PolicyAction,
     /// Fractional index: rules of one owner apply in this order.
     position: String,
     created_at: i64,
@@ -156,14 +253,13 @@ pub(crate) struct Policy {
 #[derive(ToSchema)]
 #[schema(rename_all = "camelCase")]
 pub(crate) struct ExecutionOutcome {
-    /// `completed` or `paused`.
-    status: String,
+    status: OutcomeStatus,
     text: String,
     structured: Value,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     is_error: Option<bool>,
     /// MCP content blocks the code emitted.
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     content: Option<Vec<Value>>,
 }
 
@@ -178,15 +274,14 @@ pub(crate) struct PausedExecution {
 #[schema(rename_all = "camelCase")]
 pub(crate) struct ExecutionSummary {
     id: String,
-    /// `running`, `paused`, `completed`, `failed` or `expired`.
-    status: String,
+    status: ExecutionStatus,
     started_at: i64,
     tool_calls: i64,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     finished_at: Option<i64>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     duration_ms: Option<i64>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     is_error: Option<bool>,
 }
 
@@ -195,24 +290,24 @@ pub(crate) struct ExecutionSummary {
 #[schema(rename_all = "camelCase")]
 pub(crate) struct ExecutionRecord {
     id: String,
-    status: String,
+    status: ExecutionStatus,
     started_at: i64,
     tool_calls: i64,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     finished_at: Option<i64>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     duration_ms: Option<i64>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     is_error: Option<bool>,
     code: String,
     auto_approve: bool,
     /// `{text, structured, isError}` once settled.
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     outcome: Option<Value>,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     expires_at: Option<i64>,
     /// What a person is asked, while paused.
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     pending: Option<Value>,
     calls: Vec<ExecutionCall>,
 }
@@ -225,13 +320,13 @@ pub(crate) struct ExecutionCall {
     path: String,
     args: Value,
     started_at: i64,
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     duration_ms: Option<i64>,
     /// `{resolve: value}` or `{reject: message}`; absent while in flight.
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     outcome: Option<Value>,
     /// The person's answer when the call needed one.
-    #[schema(required = false)]
+    #[schema(required = false, nullable = false)]
     approval: Option<Value>,
 }
 
