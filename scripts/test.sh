@@ -3,6 +3,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== web console: npm packages, type check, API types generated from the document"
+(
+  cd web
+  [ -f node_modules/.package-lock.json ] || npm ci --no-audit --no-fund
+  npm run typecheck
+  generated="$(mktemp --suffix=.d.ts)"
+  npx openapi-typescript openapi.json -o "$generated" >/dev/null
+  diff -q "$generated" src/api/schema.d.ts >/dev/null ||
+    { echo "web/src/api/schema.d.ts is stale: run 'npm run gen:api' in web/" >&2; exit 1; }
+  rm -f "$generated"
+  npm test
+)
 echo "== cargo fmt"
 cargo fmt --all -- --check
 echo "== cargo clippy"
@@ -22,6 +34,14 @@ case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
   npm ci --no-audit --no-fund
   EXECUTOR_BIN="$bin" npm test
 )
+echo "== web console in Chromium (tests/console)"
+(
+  cd tests/console
+  npm ci --no-audit --no-fund
+  EXECUTOR_BIN="$bin" npm test
+)
+echo "== schemathesis against the API's OpenAPI document (tests/schema)"
+./tests/schema/run.sh "$bin"
 echo "== MCP conformance suite, client scenarios (tests/conformance)"
 ./tests/conformance/run.sh
 echo "== fuzz (every parser fed user input, a fixed time each)"

@@ -156,8 +156,49 @@ async fn list_integrations(
     State(engine): State<Engine>,
     Extension(caller): Extension<Caller>,
 ) -> ApiResult {
-    let list = engine.list_integrations(&caller).await?;
-    ok(Value::Array(list.iter().map(wire::integration).collect()))
+    let every_tool = ToolListFilter::default();
+    let (list, tools, connections) = tokio::join!(
+        engine.list_integrations(&caller),
+        engine.list_tools(&caller, &every_tool),
+        engine.list_connections(&caller, None, None),
+    );
+    let (list, tools, connections) = (list?, tools?, connections?);
+    // Beyond the original: what the list shows per integration, so a page needs no other
+    // request (a tool is counted once however many connections carry it).
+    let mut names: HashMap<&str, std::collections::HashSet<&str>> = HashMap::new();
+    for tool in &tools {
+        names
+            .entry(&tool.integration)
+            .or_default()
+            .insert(&tool.name);
+    }
+    let mut health: HashMap<&str, [u32; 3]> = HashMap::new();
+    for c in &connections {
+        let counts = health.entry(&c.integration).or_default();
+        let status = c
+            .last_health
+            .as_ref()
+            .and_then(|h| h.get("status"))
+            .and_then(Value::as_str);
+        match status {
+            Some("healthy") => counts[0] += 1,
+            Some("expired" | "degraded") => counts[1] += 1,
+            _ => counts[2] += 1,
+        }
+    }
+    ok(Value::Array(
+        list.iter()
+            .map(|view| {
+                let mut body = wire::integration(view);
+                body["toolCount"] = json!(names.get(view.slug.as_str()).map_or(0, |n| n.len()));
+                let [healthy, failing, unchecked] =
+                    health.get(view.slug.as_str()).copied().unwrap_or_default();
+                body["connections"] =
+                    json!({"healthy": healthy, "failing": failing, "unchecked": unchecked});
+                body
+            })
+            .collect(),
+    ))
 }
 
 #[utoipa::path(get, path = "/api/integrations/{slug}", tag = "integrations", summary = "Read an integration", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "OK", body = Integration), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]

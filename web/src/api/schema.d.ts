@@ -938,6 +938,20 @@ export interface components {
             provider: string;
             id: string;
         };
+        ConnectionHealthCounts: {
+            /** Format: int32 */
+            healthy: number;
+            /**
+             * Format: int32
+             * @description Expired or degraded.
+             */
+            failing: number;
+            /**
+             * Format: int32
+             * @description Never checked, or of unknown health.
+             */
+            unchecked: number;
+        };
         CreateConnectionBody: {
             owner: string;
             name: string;
@@ -1070,6 +1084,13 @@ export interface components {
             authMethods: components["schemas"]["AuthMethod"][];
             /** @description The server URL or endpoint people recognise the integration by. */
             displayUrl?: string;
+            /**
+             * Format: int32
+             * @description In the list: how many distinct tools its connections carry.
+             */
+            toolCount?: number;
+            /** @description In the list: its connections by their last health check. */
+            connections?: components["schemas"]["ConnectionHealthCounts"];
         };
         /** @enum {string} */
         IntegrationKind: "mcp" | "openapi" | "graphql" | "built-in";

@@ -5,7 +5,10 @@ import * as DropdownMenu from "@radix-ui/react-dropdown-menu";
 import { useMemo, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { describeError } from "../api/http";
-import { useConnections, useIntegrations, useTools, type Connection } from "../api/integrations";
+import { useIntegrations } from "../api/integrations";
+import type { Integration } from "../api/types";
+
+type ConnectionCounts = NonNullable<Integration["connections"]>;
 import { ConnectAgent } from "../components/connect-agent";
 import "./integrations.css";
 
@@ -37,18 +40,13 @@ export function AddMenu() {
   );
 }
 
-/** healthy / expired+degraded / never checked, as a row of dots. */
-export function HealthSummary({ connections }: { connections: Connection[] }) {
-  if (connections.length === 0) return <span className="muted">No connections</span>;
-  let ok = 0;
-  let bad = 0;
-  let unknown = 0;
-  for (const c of connections) {
-    const s = c.lastHealth?.status;
-    if (s === "healthy") ok++;
-    else if (s === "expired" || s === "degraded") bad++;
-    else unknown++;
-  }
+/** healthy / expired+degraded / never checked, as a row of dots (the list's own counts). */
+export function HealthSummary({ counts }: { counts: ConnectionCounts | undefined }) {
+  const ok = counts?.healthy ?? 0;
+  const bad = counts?.failing ?? 0;
+  const unknown = counts?.unchecked ?? 0;
+  const total = ok + bad + unknown;
+  if (total === 0) return <span className="muted">No connections</span>;
   const parts: string[] = [];
   if (ok) parts.push(`${ok} healthy`);
   if (bad) parts.push(`${bad} failing`);
@@ -71,34 +69,16 @@ export function HealthSummary({ connections }: { connections: Connection[] }) {
         </span>
       )}
       <span className="muted">
-        {connections.length} connection{connections.length === 1 ? "" : "s"}
+        {total} connection{total === 1 ? "" : "s"}
       </span>
     </span>
   );
 }
 
 export default function IntegrationsPage() {
+  // One request: the list carries each integration's tool count and connection health.
   const integrations = useIntegrations();
-  const connections = useConnections();
-  const tools = useTools();
   const [filter, setFilter] = useState("");
-
-  const byIntegration = useMemo(() => {
-    const conns = new Map<string, Connection[]>();
-    for (const c of connections.data ?? []) {
-      const list = conns.get(c.integration) ?? [];
-      list.push(c);
-      conns.set(c.integration, list);
-    }
-    // A tool appears once per connection; count distinct names.
-    const names = new Map<string, Set<string>>();
-    for (const t of tools.data ?? []) {
-      const set = names.get(t.integration) ?? new Set<string>();
-      set.add(t.name);
-      names.set(t.integration, set);
-    }
-    return { conns, names };
-  }, [connections.data, tools.data]);
 
   const shown = useMemo(() => {
     const q = filter.trim().toLowerCase();
@@ -157,11 +137,6 @@ export default function IntegrationsPage() {
                   onChange={(e) => setFilter(e.target.value)}
                 />
               </div>
-              {(connections.isError || tools.isError) && (
-                <p className="field-error" role="alert">
-                  {describeError(connections.error ?? tools.error)}
-                </p>
-              )}
               <table className="int-table">
                 <thead>
                   <tr>
@@ -183,19 +158,17 @@ export default function IntegrationsPage() {
                         <span className="badge">{KIND_LABEL[i.kind] ?? i.kind}</span>
                       </td>
                       <td>
-                        {!tools.isSuccess ? (
-                          "…"
-                        ) : byIntegration.names.has(i.slug) ? (
-                          byIntegration.names.get(i.slug)!.size
+                        {i.toolCount ? (
+                          i.toolCount
                         ) : (
-                          // The list API has no tool count; tools are only listed through a connection.
+                          // Tools are listed through a connection.
                           <span className="muted" title="Tools are listed once the integration has a connection">
                             —
                           </span>
                         )}
                       </td>
                       <td>
-                        {connections.isSuccess ? <HealthSummary connections={byIntegration.conns.get(i.slug) ?? []} /> : "…"}
+                        <HealthSummary counts={i.connections} />
                       </td>
                     </tr>
                   ))}

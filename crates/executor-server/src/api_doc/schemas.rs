@@ -98,6 +98,21 @@ pub(crate) struct Integration {
     /// The server URL or endpoint people recognise the integration by.
     #[schema(required = false, nullable = false)]
     display_url: Option<String>,
+    /// In the list: how many distinct tools its connections carry.
+    #[schema(required = false, nullable = false)]
+    tool_count: Option<u32>,
+    /// In the list: its connections by their last health check.
+    #[schema(required = false, nullable = false)]
+    connections: Option<ConnectionHealthCounts>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ConnectionHealthCounts {
+    healthy: u32,
+    /// Expired or degraded.
+    failing: u32,
+    /// Never checked, or of unknown health.
+    unchecked: u32,
 }
 
 /// One way to connect an account to the integration.
