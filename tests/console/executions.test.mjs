@@ -46,12 +46,12 @@ test("policies: a pattern is checked as typed, added, and counts its matches", a
   await pattern.fill("executor.*");
   await page.getByRole("button", { name: "Add policy" }).click();
   const order = () => page.locator(".policies-list tbody tr code.policy-pattern").allTextContents();
-  await page.getByRole("button", { name: "Move executor.* up" }).waitFor();
+  await page.getByRole("button", { name: "Move up executor.*" }).waitFor();
   assert.deepEqual(await order(), [TOOL, "executor.*"]);
-  await page.getByRole("button", { name: "Move executor.* up" }).click();
+  await page.getByRole("button", { name: "Move up executor.*" }).click();
   await page.waitForFunction(() => document.querySelector(".policies-list tbody tr code")?.textContent === "executor.*");
   await page.getByLabel("Action for executor.*").selectOption("approve");
-  await page.getByRole("button", { name: "Move executor.* down" }).click();
+  await page.getByRole("button", { name: "Move down executor.*" }).click();
   await page.waitForFunction((t) => document.querySelector(".policies-list tbody tr code")?.textContent === t, TOOL);
   const rules = (await c.ex.api("GET", "/api/policies")).body;
   assert.equal(rules.find((p) => p.pattern === "executor.*").action, "approve");

@@ -291,19 +291,18 @@ function RuleRow({ rule, index, count, all }: { rule: Policy; index: number; cou
       </td>
       <td>
         <div className="row policy-buttons">
-          <button type="button" disabled={busy || index === 0} onClick={() => move(-1)} aria-label={`Move ${rule.pattern} up`}>
-            Move up
+          <button type="button" disabled={busy || index === 0} onClick={() => move(-1)}>
+            Move up<span className="visually-hidden"> {rule.pattern}</span>
           </button>
           <button
             type="button"
             disabled={busy || index === count - 1}
             onClick={() => move(1)}
-            aria-label={`Move ${rule.pattern} down`}
           >
-            Move down
+            Move down<span className="visually-hidden"> {rule.pattern}</span>
           </button>
-          <button type="button" className="danger" disabled={busy} onClick={() => remove.mutate()} aria-label={`Remove ${rule.pattern}`}>
-            Remove
+          <button type="button" className="danger" disabled={busy} onClick={() => remove.mutate()}>
+            Remove<span className="visually-hidden"> {rule.pattern}</span>
           </button>
         </div>
       </td>
