@@ -42,6 +42,14 @@ pub struct ServeConfig {
     /// Who the requests act for: a local server serves one person. `None`:
     /// [`default_caller`].
     pub caller: Option<Caller>,
+    /// The data directory, as `GET /api/server` shows it (`None`: not shown).
+    pub data_dir: Option<String>,
+}
+
+/// What `GET /api/server` says of this server.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerInfo {
+    pub(crate) data_dir: Option<String>,
 }
 
 /// The caller of a server configured without one (embedding, tests).
@@ -70,6 +78,9 @@ pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToke
             config.mcp_sessions,
             shutdown,
         ))
+        .layer(axum::Extension(ServerInfo {
+            data_dir: config.data_dir.clone(),
+        }))
         .layer(axum::middleware::from_fn_with_state(gate, auth::middleware))
         .layer(axum::middleware::map_response(no_framing))
 }

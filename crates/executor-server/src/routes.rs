@@ -30,6 +30,7 @@ pub(crate) fn router(engine: Engine) -> Router {
         .route("/health", get(health))
         .route("/openapi.json", get(crate::api_doc::openapi_json))
         .route("/docs", get(crate::api_doc::docs_page))
+        .route("/server", get(server_info))
         .route("/integrations", get(list_integrations))
         .route(
             "/integrations/{slug}",
@@ -150,6 +151,12 @@ async fn health() -> Response {
 }
 
 // ---- integrations -----------------------------------------------------------------------
+
+/// Beyond the original: the version this server runs and where it keeps its data.
+#[utoipa::path(get, path = "/api/server", tag = "meta", summary = "This server's version and data directory", responses((status = 200, description = "OK", body = ServerInfoBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain")))]
+async fn server_info(Extension(info): Extension<crate::ServerInfo>) -> ApiResult {
+    ok(json!({"version": env!("CARGO_PKG_VERSION"), "dataDir": info.data_dir}))
+}
 
 #[utoipa::path(get, path = "/api/integrations", tag = "integrations", summary = "List integrations", responses((status = 200, description = "OK", body = Vec<Integration>), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
 async fn list_integrations(
@@ -488,10 +495,13 @@ async fn execute(
     Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<wire::ExecuteBody>,
 ) -> ApiResult {
-    let outcome = engine
-        .execute(&caller, body.code, body.auto_approve)
+    let (id, outcome) = engine
+        .execute_identified(&caller, body.code, body.auto_approve)
         .await?;
-    ok(wire::outcome(&outcome))
+    let mut body = wire::outcome(&outcome);
+    // Beyond the original: a settled execution's id too, to read its journal.
+    body["executionId"] = json!(id);
+    ok(body)
 }
 
 #[utoipa::path(get, path = "/api/executions", tag = "executions", summary = "The execution history", params(("limit" = Option<u32>, Query, description = "At most this many (1–100, default 50)"), ("offset" = Option<u32>, Query, description = "Skip this many"), ("status" = Option<String>, Query, description = "running, paused, completed, failed or expired"), ("integration" = Option<String>, Query, description = "Only executions that called a tool of this integration")), responses((status = 200, description = "Newest first", body = Vec<ExecutionSummary>), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
@@ -590,5 +600,7 @@ async fn resume_execution(
         ))
     })?;
     let outcome = engine.resume(&caller, &id, action, body.content).await?;
-    ok(wire::outcome(&outcome))
+    let mut body = wire::outcome(&outcome);
+    body["executionId"] = json!(id);
+    ok(body)
 }

@@ -242,6 +242,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         auth_token: Some(token.clone()),
         mcp_sessions: settings.mcp_sessions,
         caller: Some(opened.caller.clone()),
+        data_dir: Some(settings.data_dir.display().to_string()),
     };
     // The upstream HTTP clients load the system's root certificates: done once listening, so a
     // start is not kept waiting for them, and before the first call, which then does not either

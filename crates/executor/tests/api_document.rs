@@ -64,6 +64,11 @@ async fn every_answer_matches_the_document() {
 
     let done = h.execute("return 1").await;
     conforms(&doc, "post", "/api/executions", 200, &done);
+    // A settled execution's id leads to its journal.
+    let settled = done["executionId"].as_str().unwrap();
+    let (status, record) = h.get(&format!("/api/executions/{settled}/journal")).await;
+    assert_eq!(status, 200, "{record}");
+    assert_eq!(record["outcome"]["text"], "1");
     let paused = h
         .execute_gated(&format!(
             "return await tools.{SLUG}.org.main.get_workspace({{}})"
@@ -106,6 +111,7 @@ async fn every_answer_matches_the_document() {
             format!("/api/integrations/{SLUG}/health-check"),
         ),
         ("/api/oauth/clients", "/api/oauth/clients".to_owned()),
+        ("/api/server", "/api/server".to_owned()),
     ];
     for (template, url) in reads {
         let (status, body) = h.get(&url).await;

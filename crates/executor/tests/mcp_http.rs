@@ -546,10 +546,11 @@ async fn browser_mode_approval_page_and_long_poll() {
     assert_eq!(url, format!("{}/resume/{id}", h.base));
     assert!(text(&paused).starts_with("User approval required."));
 
-    // The page is public and holds no data of the call (issue #17): it loads it from the API.
+    // The page is the console's, public, and holds no data of the call (issue #17): it loads
+    // it from the API.
     let page = h.http.get(&url).send().await.unwrap().text().await.unwrap();
     assert!(
-        page.contains("Approve") && !page.contains("Delete everything"),
+        page.contains("<div id=\"root\">") && !page.contains("Delete everything"),
         "{page}"
     );
     let view: Value = h

@@ -48,8 +48,8 @@ export interface CompletedStructured {
 
 /** `POST /api/executions` and `POST …/resume`: either finished or paused again. */
 export type ExecutionOutcome =
-  | { status: "completed"; text: string; structured: CompletedStructured; isError?: boolean; content?: unknown[] }
-  | { status: "paused"; text: string; structured: PausedStructured; isError?: boolean };
+  | { status: "completed"; executionId?: string; text: string; structured: CompletedStructured; isError?: boolean; content?: unknown[] }
+  | { status: "paused"; executionId?: string; text: string; structured: PausedStructured; isError?: boolean };
 
 export type ResumeAction = "accept" | "decline" | "cancel";
 

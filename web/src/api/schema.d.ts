@@ -804,6 +804,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This server's version and data directory */
+        get: operations["server_info"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/tools": {
         parameters: {
             query?: never;
@@ -1009,6 +1026,8 @@ export interface components {
         /** @description What `POST /api/executions` and a resume answer. */
         ExecutionOutcome: {
             status: components["schemas"]["OutcomeStatus"];
+            /** @description The execution this answers for (its journal: `GET /api/executions/{id}/journal`). */
+            executionId?: string;
             text: string;
             structured: unknown;
             isError?: boolean;
@@ -1267,6 +1286,11 @@ export interface components {
         SampleField: {
             path: string;
             value: unknown;
+        };
+        ServerInfo: {
+            version: string;
+            /** @description Where this server keeps its database, key and control files. */
+            dataDir: string | null;
         };
         Tool: {
             address: string;
@@ -4438,6 +4462,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    server_info: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerInfo"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
         };

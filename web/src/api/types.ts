@@ -21,6 +21,7 @@ export type ExecutionRecord = Schemas["ExecutionRecord"];
 export type ExecutionCall = Schemas["ExecutionCall"];
 export type ProviderItem = Schemas["ProviderItem"];
 export type HealthResult = Schemas["HealthResult"];
+export type ServerInfo = Schemas["ServerInfo"];
 
 // Request bodies
 export type CreateConnectionBody = Schemas["CreateConnectionBody"];

@@ -68,8 +68,8 @@ export default function PlaygroundPage() {
       setRuns([]);
     },
     onSuccess: (outcome) => {
-      // A paused answer names its execution; a finished one does only if the server adds it.
-      const id = (outcome.structured as { executionId?: string } | undefined)?.executionId ?? null;
+      // The answer names its execution, settled or paused, so its journal can be shown.
+      const id = outcome.executionId ?? (outcome.structured as { executionId?: string } | undefined)?.executionId ?? null;
       setRuns([{ id, outcome }]);
       void client.invalidateQueries({ queryKey: ["executions"] });
     },
@@ -136,7 +136,7 @@ export default function PlaygroundPage() {
   );
 }
 
-/** The calls of a finished run, from its journal (only runs that paused have an id to ask by). */
+/** The calls of a finished run, from its journal. */
 function RunCalls({ id }: { id: string }) {
   const journal = useQuery({ queryKey: ["executions", id], queryFn: () => getJournal(id), retry: false });
   return (

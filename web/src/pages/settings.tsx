@@ -4,6 +4,8 @@
 import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { forgetToken, token } from "../api/auth";
+import { api, describeError } from "../api/http";
+import type { ServerInfo } from "../api/types";
 import "./exec-common.css";
 import "./settings.css";
 import "./executions.css";
@@ -36,12 +38,7 @@ export function CopyButton({ text, label }: { text: string; label: string }) {
 export default function SettingsPage() {
   const value = token() ?? "";
   const [shown, setShown] = useState(false);
-  // There is no version or data-directory route; the health check at least says it is up.
-  const health = useQuery({
-    queryKey: ["health"],
-    queryFn: async () => (await fetch("/api/health")).ok,
-    retry: false,
-  });
+  const server = useQuery({ queryKey: ["server"], queryFn: () => api<ServerInfo>("/server"), retry: false });
   return (
     <section className="page">
       <h1>Settings</h1>
@@ -91,10 +88,14 @@ export default function SettingsPage() {
           <dd><code>{window.location.origin}</code></dd>
           <dt>MCP endpoint</dt>
           <dd><code>{window.location.origin}/mcp</code></dd>
-          <dt>Health</dt>
-          <dd>{health.isPending ? "checking…" : health.data ? <span className="badge ok">running</span> : <span className="badge danger">not answering</span>}</dd>
+          <dt>Status</dt>
+          <dd>{server.isPending ? "checking…" : server.isSuccess ? <span className="badge ok">running</span> : <span className="badge danger">not answering</span>}</dd>
+          <dt>Version</dt>
+          <dd>{server.data ? <code>{server.data.version}</code> : "—"}</dd>
+          <dt>Data directory</dt>
+          <dd>{server.data?.dataDir ? <code>{server.data.dataDir}</code> : "—"}</dd>
         </dl>
-        <p className="field-hint">This server does not report its version or data directory over the API.</p>
+        {server.isError && <p className="field-error">{describeError(server.error)}</p>}
       </section>
     </section>
   );

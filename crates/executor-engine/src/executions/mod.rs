@@ -403,14 +403,38 @@ impl Engine {
         auto_approve: bool,
         agent: AgentLink,
     ) -> EngineResult<ExecutionOutcome> {
+        self.execute_named(caller, code, auto_approve, agent)
+            .await
+            .map(|(_, outcome)| outcome)
+    }
+
+    /// [`Self::execute`], answering the execution's id with its outcome too (a settled one is
+    /// in the history under it).
+    pub async fn execute_identified(
+        &self,
+        caller: &Caller,
+        code: String,
+        auto_approve: bool,
+    ) -> EngineResult<(String, ExecutionOutcome)> {
+        self.execute_named(caller, code, auto_approve, AgentLink::default())
+            .await
+    }
+
+    async fn execute_named(
+        &self,
+        caller: &Caller,
+        code: String,
+        auto_approve: bool,
+        agent: AgentLink,
+    ) -> EngineResult<(String, ExecutionOutcome)> {
         let admitted = self.inner.admission.admit(&self.inner.sandbox).await?;
         let id = format!("exec_{}", uuid::Uuid::now_v7());
-        let journal = Journal::fresh(id, caller.clone(), code, auto_approve);
+        let journal = Journal::fresh(id.clone(), caller.clone(), code, auto_approve);
         let live = self.start_admitted(journal, Some(admitted), agent);
         let mut guard = AbortUnlessAnswered(Some(live.task.clone()));
         let outcome = self.next_event(live).await;
         guard.0 = None;
-        outcome
+        outcome.map(|outcome| (id, outcome))
     }
 
     /// Starts the journal's code on the sandbox pool.

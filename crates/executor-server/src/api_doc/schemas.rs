@@ -80,6 +80,15 @@ pub(crate) enum OutcomeStatus {
 }
 
 #[derive(ToSchema)]
+#[schema(as = ServerInfo, rename_all = "camelCase")]
+pub(crate) struct ServerInfoBody {
+    version: String,
+    /// Where this server keeps its database, key and control files.
+    #[schema(required = true)]
+    data_dir: Option<String>,
+}
+
+#[derive(ToSchema)]
 pub(crate) struct Removed {
     removed: bool,
 }
@@ -269,6 +278,9 @@ pub(crate) struct Policy {
 #[schema(rename_all = "camelCase")]
 pub(crate) struct ExecutionOutcome {
     status: OutcomeStatus,
+    /// The execution this answers for (its journal: `GET /api/executions/{id}/journal`).
+    #[schema(required = false, nullable = false)]
+    execution_id: Option<String>,
     text: String,
     structured: Value,
     #[schema(required = false, nullable = false)]

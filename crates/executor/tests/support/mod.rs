@@ -120,6 +120,7 @@ impl Harness {
                 auth_token: options.auth_token.clone(),
                 mcp_sessions: options.mcp_sessions,
                 caller: Some(caller.clone()),
+                data_dir: Some(dir.path().display().to_string()),
             },
             shutdown.clone(),
             Duration::from_secs(5),
