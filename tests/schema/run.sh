@@ -13,7 +13,9 @@ bin="${1:-$root/target/debug/executor}"
 version=4.32.5
 
 if ! command -v schemathesis >/dev/null || ! schemathesis --version | grep -q "$version"; then
-  python3 -m pip install --quiet --disable-pip-version-check "schemathesis==$version"
+  # A Debian system Python refuses user installs unless told (PEP 668); a pyenv one does not.
+  python3 -m pip install --quiet --disable-pip-version-check "schemathesis==$version" ||
+    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "schemathesis==$version"
 fi
 
 data="$(mktemp -d)"
