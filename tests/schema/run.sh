@@ -12,7 +12,10 @@ root="$(cd "$here/../.." && pwd)"
 bin="${1:-$root/target/debug/executor}"
 version=4.32.5
 
-if ! command -v schemathesis >/dev/null || ! schemathesis --version | grep -q "$version"; then
+installed() { python3 -c 'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null; }
+# Run through the interpreter: a user install's scripts directory need not be on PATH.
+schemathesis() { python3 -c 'import sys; from schemathesis.cli import schemathesis; sys.argv[0] = "schemathesis"; sys.exit(schemathesis())' "$@"; }
+if [ "$(installed)" != "$version" ]; then
   # A Debian system Python refuses user installs unless told (PEP 668); a pyenv one does not.
   python3 -m pip install --quiet --disable-pip-version-check "schemathesis==$version" ||
     python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "schemathesis==$version"
