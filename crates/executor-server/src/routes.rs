@@ -498,10 +498,7 @@ async fn execute(
     let (id, outcome) = engine
         .execute_identified(&caller, body.code, body.auto_approve)
         .await?;
-    let mut body = wire::outcome(&outcome);
-    // Beyond the original: a settled execution's id too, to read its journal.
-    body["executionId"] = json!(id);
-    ok(body)
+    ok(wire::outcome_of(&id, &outcome))
 }
 
 #[utoipa::path(get, path = "/api/executions", tag = "executions", summary = "The execution history", params(("limit" = Option<u32>, Query, description = "At most this many (1–100, default 50)"), ("offset" = Option<u32>, Query, description = "Skip this many"), ("status" = Option<String>, Query, description = "running, paused, completed, failed or expired"), ("integration" = Option<String>, Query, description = "Only executions that called a tool of this integration")), responses((status = 200, description = "Newest first", body = Vec<ExecutionSummary>), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
@@ -600,7 +597,5 @@ async fn resume_execution(
         ))
     })?;
     let outcome = engine.resume(&caller, &id, action, body.content).await?;
-    let mut body = wire::outcome(&outcome);
-    body["executionId"] = json!(id);
-    ok(body)
+    ok(wire::outcome(&outcome))
 }

@@ -252,6 +252,17 @@ pub(crate) fn execution_record(r: &ExecutionRecord, calls: &[ExecutionCallRecord
     body
 }
 
+/// [`outcome`] of execution `id`. Beyond the original, a settled answer names its execution
+/// (to read its journal); a paused one already does, in `structured`, and keeps the original's
+/// exact shape.
+pub(crate) fn outcome_of(id: &str, o: &ExecutionOutcome) -> Value {
+    let mut body = outcome(o);
+    if matches!(o, ExecutionOutcome::Completed(_)) {
+        body["executionId"] = json!(id);
+    }
+    body
+}
+
 pub(crate) fn outcome(o: &ExecutionOutcome) -> Value {
     match o {
         ExecutionOutcome::Completed(c) => completed(c),

@@ -1240,9 +1240,10 @@ async fn health_checks() {
             json!({"owner": "org", "integration": "pets", "template": "apikey-0"}),
         )
         .await;
+    // No credential for a method that needs one: a clear 400 that says so.
     assert_eq!(
         (status, bad["_tag"].as_str()),
-        (400, Some("HttpApiSchemaError")),
+        (400, Some("InvalidConnectionInputError")),
         "{bad}"
     );
     let (_, connections) = h.get("/api/connections?integration=pets").await;

@@ -1026,7 +1026,10 @@ export interface components {
         /** @description What `POST /api/executions` and a resume answer. */
         ExecutionOutcome: {
             status: components["schemas"]["OutcomeStatus"];
-            /** @description The execution this answers for (its journal: `GET /api/executions/{id}/journal`). */
+            /**
+             * @description `POST /api/executions`, settled: the execution's id (its journal:
+             *     `GET /api/executions/{id}/journal`); a paused one has it in `structured.executionId`.
+             */
             executionId?: string;
             text: string;
             structured: unknown;

@@ -278,7 +278,8 @@ pub(crate) struct Policy {
 #[schema(rename_all = "camelCase")]
 pub(crate) struct ExecutionOutcome {
     status: OutcomeStatus,
-    /// The execution this answers for (its journal: `GET /api/executions/{id}/journal`).
+    /// `POST /api/executions`, settled: the execution's id (its journal:
+    /// `GET /api/executions/{id}/journal`); a paused one has it in `structured.executionId`.
     #[schema(required = false, nullable = false)]
     execution_id: Option<String>,
     text: String,

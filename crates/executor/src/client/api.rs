@@ -22,6 +22,8 @@ pub(crate) struct Api {
 pub(crate) struct Answer {
     pub(crate) status: StatusCode,
     pub(crate) body: Value,
+    /// The bearer the request carried (read when it was made).
+    sent_bearer: Option<String>,
 }
 
 impl Api {
@@ -131,6 +133,17 @@ impl Api {
                     .map_err(|e| self.unreachable(&e))
             }
             Err(e) => Err(self.unreachable(&e)),
+            // A daemon another command started just now: this request read the token file
+            // before the daemon wrote it and reached the port once it listened. Once more,
+            // with the token that is there now.
+            Ok(answer)
+                if answer.status == StatusCode::UNAUTHORIZED
+                    && answer.sent_bearer != self.target.bearer() =>
+            {
+                self.waiting(self.try_send(method, path, body.as_ref()))
+                    .await
+                    .map_err(|e| self.unreachable(&e))
+            }
             Ok(answer) => Ok(answer),
         }
     }
@@ -151,7 +164,8 @@ impl Api {
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.target.origin));
-        if let Some(token) = self.target.bearer() {
+        let sent_bearer = self.target.bearer();
+        if let Some(token) = &sent_bearer {
             request = request.bearer_auth(token);
         }
         if let Some(body) = body {
@@ -162,7 +176,11 @@ impl Api {
         let bytes = response.bytes().await?;
         let body = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        Ok(Answer { status, body })
+        Ok(Answer {
+            status,
+            body,
+            sent_bearer,
+        })
     }
 
     fn unreachable(&self, error: &reqwest::Error) -> CliError {
