@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use executor_core::Owner;
 use executor_engine::Caller;
-use executor_engine::{CredentialOrigin, Engine, HealthCheckSpec, ValidateConnection};
+use executor_engine::{Engine, HealthCheckSpec, ValidateConnection};
 use executor_store::ConnectionKey;
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::routes::ApiJson;
+use crate::wire;
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -81,14 +82,7 @@ struct ValidateBody {
     #[serde(default)]
     values: Option<BTreeMap<String, String>>,
     #[serde(default)]
-    from: Option<FromBody>,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[schema(as = CredentialFrom)]
-struct FromBody {
-    provider: String,
-    id: String,
+    from: Option<wire::FromBody>,
 }
 
 #[utoipa::path(get, path = "/api/integrations/{slug}/health-check", tag = "health", summary = "Read an integration's health check", params(("slug" = String, Path, description = "The integration's slug")), responses((status = 200, description = "The health check, or null when none is set", body = Option<Object>), (status = 404, description = "IntegrationNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
@@ -166,22 +160,7 @@ async fn validate(
     Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<ValidateBody>,
 ) -> ApiResult {
-    let origin = match (body.value, body.values, body.from) {
-        (Some(v), None, None) => CredentialOrigin::Value(v),
-        (None, Some(v), None) => CredentialOrigin::Values(v),
-        (None, None, Some(f)) => CredentialOrigin::From {
-            provider: f.provider,
-            id: f.id,
-        },
-        // A method without credentials (`none`) needs no origin; any other method then
-        // answers which variable is missing.
-        (None, None, None) => CredentialOrigin::Values(Default::default()),
-        _ => {
-            return Err(ApiError::schema(
-                "Expected at most one credential origin: value, values or from.",
-            ));
-        }
-    };
+    let origin = wire::credential_origin(body.value, body.values, body.from)?;
     let result = engine
         .validate_connection(
             &caller,

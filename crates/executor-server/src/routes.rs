@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use executor_core::Owner;
 use executor_engine::Caller;
-use executor_engine::{ConnectionInput, CredentialOrigin, Engine, ResumeAction, ToolListFilter};
+use executor_engine::{ConnectionInput, Engine, ResumeAction, ToolListFilter};
 use executor_store::ConnectionKey;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -290,22 +290,7 @@ async fn create_connection(
     ApiJson(body): ApiJson<wire::CreateConnectionBody>,
 ) -> ApiResult {
     let owner = owner(&body.owner)?;
-    let origin = match (body.value, body.values, body.from) {
-        (Some(v), None, None) => CredentialOrigin::Value(v),
-        (None, Some(v), None) => CredentialOrigin::Values(v),
-        (None, None, Some(f)) => CredentialOrigin::From {
-            provider: f.provider,
-            id: f.id,
-        },
-        // A method without credentials (`none`) needs no origin; any other method then
-        // answers which variable is missing.
-        (None, None, None) => CredentialOrigin::Values(Default::default()),
-        _ => {
-            return Err(ApiError::schema(
-                "Expected at most one credential origin: value, values or from.",
-            ));
-        }
-    };
+    let origin = wire::credential_origin(body.value, body.values, body.from)?;
     let created = engine
         .create_connection(
             &caller,

@@ -349,8 +349,32 @@ pub(crate) struct CreateConnectionBody {
     pub(crate) replace: bool,
 }
 
+/// Where a connection's or a check's credentials come from: `value`, `values`, `from`, or
+/// none at all (a method without credentials; any other method then says what is missing).
+pub(crate) fn credential_origin(
+    value: Option<String>,
+    values: Option<BTreeMap<String, String>>,
+    from: Option<FromBody>,
+) -> Result<executor_engine::CredentialOrigin, ApiError> {
+    use executor_engine::CredentialOrigin;
+    Ok(match (value, values, from) {
+        (Some(v), None, None) => CredentialOrigin::Value(v),
+        (None, Some(v), None) => CredentialOrigin::Values(v),
+        (None, None, Some(f)) => CredentialOrigin::From {
+            provider: f.provider,
+            id: f.id,
+        },
+        (None, None, None) => CredentialOrigin::Values(BTreeMap::new()),
+        _ => {
+            return Err(ApiError::schema(
+                "Expected at most one credential origin: value, values or from.",
+            ));
+        }
+    })
+}
+
 #[derive(Deserialize, ToSchema)]
-#[schema(as = ConnectionFrom)]
+#[schema(as = CredentialFrom)]
 pub(crate) struct FromBody {
     pub(crate) provider: String,
     pub(crate) id: String,

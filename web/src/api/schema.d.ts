@@ -951,10 +951,6 @@ export interface components {
             missingOAuthScopes: string[];
             lastHealth?: components["schemas"]["HealthResult"] | null;
         };
-        ConnectionFrom: {
-            provider: string;
-            id: string;
-        };
         ConnectionHealthCounts: {
             /** Format: int32 */
             healthy: number;
@@ -980,7 +976,7 @@ export interface components {
             values?: {
                 [key: string]: string;
             } | null;
-            from?: components["schemas"]["ConnectionFrom"] | null;
+            from?: components["schemas"]["CredentialFrom"] | null;
             /** @description Replace a connection of the same (normalised) name instead of answering 409. */
             replace?: boolean;
         };

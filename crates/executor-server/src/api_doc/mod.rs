@@ -119,6 +119,21 @@ fn esc(text: &str) -> String {
     html_escape::encode_text(text).into_owned()
 }
 
+/// The operations a path item holds, with their methods.
+fn operations(
+    item: &utoipa::openapi::PathItem,
+) -> impl Iterator<Item = (&'static str, &Operation)> {
+    [
+        ("GET", &item.get),
+        ("POST", &item.post),
+        ("PUT", &item.put),
+        ("PATCH", &item.patch),
+        ("DELETE", &item.delete),
+    ]
+    .into_iter()
+    .filter_map(|(method, op)| op.as_ref().map(|op| (method, op)))
+}
+
 /// `(METHOD, path, operation)`.
 type Entry<'a> = (String, String, &'a Operation);
 
@@ -132,15 +147,7 @@ fn render_page(doc: &utoipa::openapi::OpenApi) -> String {
         .map(|t| (t.name.clone(), Vec::new()))
         .collect();
     for (path, item) in doc.paths.paths.iter() {
-        let ops = [
-            ("GET", &item.get),
-            ("POST", &item.post),
-            ("PUT", &item.put),
-            ("PATCH", &item.patch),
-            ("DELETE", &item.delete),
-        ];
-        for (method, op) in ops {
-            let Some(op) = op else { continue };
+        for (method, op) in operations(item) {
             let tag = op
                 .tags
                 .as_ref()
@@ -303,16 +310,8 @@ mod tests {
     fn documented() -> BTreeSet<(String, String)> {
         let mut out = BTreeSet::new();
         for (path, item) in document().paths.paths.iter() {
-            for (method, op) in [
-                ("GET", &item.get),
-                ("POST", &item.post),
-                ("PUT", &item.put),
-                ("PATCH", &item.patch),
-                ("DELETE", &item.delete),
-            ] {
-                if op.is_some() {
-                    out.insert((method.to_owned(), path.clone()));
-                }
+            for (method, _) in operations(item) {
+                out.insert((method.to_owned(), path.clone()));
             }
         }
         out
