@@ -354,12 +354,65 @@ pub enum Decision {
     },
     /// No rule matched: the plugin's `requiresApproval` annotation decides.
     PluginDefault { action: PolicyAction },
+    /// The active toolkit does not grant the tool: blocked before any rule is read.
+    NotGranted { reason: NotGranted },
+}
+
+/// Why a toolkit leaves a tool out (spec §1.9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotGranted {
+    /// No toolkit the caller can see has the session's slug.
+    NoToolkit,
+    /// The toolkit is the organisation's and the tool is on a user's own connection.
+    PersonalTool,
+    /// None of the toolkit's connection patterns matches the tool.
+    NoConnection,
+}
+
+impl NotGranted {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotGranted::NoToolkit => "no_toolkit",
+            NotGranted::PersonalTool => "personal_tool",
+            NotGranted::NoConnection => "not_granted",
+        }
+    }
+}
+
+/// What a toolkit lets through: the patterns of its connections, and whose toolkit it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolkitGrant {
+    pub owner: Owner,
+    pub connections: Vec<PolicyPattern>,
+}
+
+impl ToolkitGrant {
+    /// Why `tool_id` is not granted, if it is not.
+    fn refuses(&self, tool_id: &str) -> Option<NotGranted> {
+        if self.owner == Owner::Org && tool_id.split('.').nth(1) == Some(Owner::User.as_str()) {
+            return Some(NotGranted::PersonalTool);
+        }
+        (!self.connections.iter().any(|p| p.matches(tool_id))).then_some(NotGranted::NoConnection)
+    }
+}
+
+/// Which tools a [`PolicySet`] may allow at all.
+#[derive(Debug, Clone, Default)]
+enum Reach {
+    /// Every tool (global policies).
+    #[default]
+    All,
+    /// What a toolkit grants.
+    Toolkit(ToolkitGrant),
+    /// Nothing: the session's toolkit does not exist.
+    Nothing,
 }
 
 impl Decision {
     pub fn action(&self) -> PolicyAction {
         match self {
             Decision::Rule { action, .. } | Decision::PluginDefault { action } => *action,
+            Decision::NotGranted { .. } => PolicyAction::Block,
         }
     }
 
@@ -369,6 +422,7 @@ impl Decision {
         match self {
             Decision::Rule { .. } => "user",
             Decision::PluginDefault { .. } => "plugin-default",
+            Decision::NotGranted { .. } => "toolkit",
         }
     }
 
@@ -376,7 +430,7 @@ impl Decision {
     pub fn pattern(&self) -> Option<&str> {
         match self {
             Decision::Rule { pattern, .. } => Some(pattern),
-            Decision::PluginDefault { .. } => None,
+            Decision::PluginDefault { .. } | Decision::NotGranted { .. } => None,
         }
     }
 
@@ -384,7 +438,7 @@ impl Decision {
     pub fn rule_id(&self) -> Option<&str> {
         match self {
             Decision::Rule { rule_id, .. } => Some(rule_id),
-            Decision::PluginDefault { .. } => None,
+            Decision::PluginDefault { .. } | Decision::NotGranted { .. } => None,
         }
     }
 
@@ -420,6 +474,7 @@ pub struct PolicySet {
     user_len: usize,
     /// Some rule was written by an agent, so resolution also consults the people's rules alone.
     has_agent_rules: bool,
+    reach: Reach,
 }
 
 impl PolicySet {
@@ -436,6 +491,35 @@ impl PolicySet {
             rules,
             user_len,
             has_agent_rules,
+            reach: Reach::All,
+        }
+    }
+
+    /// A toolkit's set (spec §1.9): the toolkit is the only source. `None` (no such toolkit)
+    /// blocks every tool; otherwise a tool no connection pattern grants is blocked (and every
+    /// user-owned tool when the toolkit is the organisation's), then `rules` (the toolkit's
+    /// policies, all of its owner) resolve as usual.
+    pub fn toolkit(grant: Option<ToolkitGrant>, rules: Vec<PolicyRule>) -> Self {
+        let reach = match grant {
+            Some(grant) => Reach::Toolkit(grant),
+            None => Reach::Nothing,
+        };
+        Self {
+            reach,
+            ..Self::new(rules)
+        }
+    }
+
+    /// Whether this set is a toolkit's.
+    pub fn is_toolkit(&self) -> bool {
+        !matches!(self.reach, Reach::All)
+    }
+
+    fn refuses(&self, tool_id: &str) -> Option<NotGranted> {
+        match &self.reach {
+            Reach::All => None,
+            Reach::Toolkit(grant) => grant.refuses(tool_id),
+            Reach::Nothing => Some(NotGranted::NoToolkit),
         }
     }
 
@@ -500,6 +584,9 @@ impl PolicySet {
         requires_approval_by_default: bool,
         counts: impl Fn(&PolicyRule) -> bool,
     ) -> Decision {
+        if let Some(reason) = self.refuses(tool_id) {
+            return Decision::NotGranted { reason };
+        }
         let first = |owner| {
             self.rules_of(owner)
                 .iter()
@@ -658,8 +745,13 @@ fn base36(mut n: u64) -> String {
 /// A policy id, `pol_<random base36><time base36>`: the random part is zero-padded to 13
 /// characters (the width of `u64::MAX`) so every id has the same shape; negative times count as 0.
 pub fn policy_id(random: u64, now_ms: i64) -> String {
+    prefixed_id("pol", random, now_ms)
+}
+
+/// An id of the policy-id shape under another prefix (`tk`, `tkpol`, `tkconn`).
+pub fn prefixed_id(prefix: &str, random: u64, now_ms: i64) -> String {
     let time = u64::try_from(now_ms).unwrap_or(0);
-    format!("pol_{:0>13}{}", base36(random), base36(time))
+    format!("{prefix}_{:0>13}{}", base36(random), base36(time))
 }
 
 /// Fractional-indexing keys in the format of David Greenspan's `fractional-indexing` (base 62).
@@ -906,5 +998,157 @@ mod tests {
         for bad in ["a", "b0", "a00", "a0V0", "0", "V"] {
             assert!(!fractional::is_valid(bad.as_bytes()), "{bad}");
         }
+    }
+
+    fn rule(
+        id: &str,
+        owner: Owner,
+        pattern: &str,
+        action: PolicyAction,
+        position: &str,
+    ) -> PolicyRule {
+        PolicyRule {
+            id: id.to_owned(),
+            owner,
+            pattern: PolicyPattern::parse(pattern).unwrap(),
+            action,
+            position: position.to_owned(),
+            author: PolicyAuthor::Person,
+        }
+    }
+
+    fn grant(owner: Owner, patterns: &[&str]) -> ToolkitGrant {
+        ToolkitGrant {
+            owner,
+            connections: patterns
+                .iter()
+                .map(|p| PolicyPattern::parse(p).unwrap())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn no_toolkit_blocks_every_tool() {
+        let set = PolicySet::toolkit(None, Vec::new());
+        for id in [
+            "github.org.main.issues.list",
+            "executor.coreTools.policies.list",
+        ] {
+            assert_eq!(
+                set.resolve(id, false),
+                Decision::NotGranted {
+                    reason: NotGranted::NoToolkit
+                }
+            );
+        }
+        assert!(set.is_toolkit());
+        assert!(!PolicySet::new(Vec::new()).is_toolkit());
+    }
+
+    #[test]
+    fn a_toolkit_grants_only_what_its_connection_patterns_match() {
+        let set = PolicySet::toolkit(
+            Some(grant(
+                Owner::Org,
+                &["github.org.main.*", "executor.coreTools.*"],
+            )),
+            Vec::new(),
+        );
+        assert_eq!(
+            set.resolve("github.org.main.issues.list", false).action(),
+            PolicyAction::Approve
+        );
+        assert_eq!(
+            set.resolve("github.org.main.issues.close", true).action(),
+            PolicyAction::RequireApproval,
+            "the tool's own default applies when no toolkit rule matches"
+        );
+        assert_eq!(
+            set.resolve("executor.coreTools.policies.list", false)
+                .action(),
+            PolicyAction::Approve
+        );
+        assert_eq!(
+            set.resolve("github.org.other.issues.list", false),
+            Decision::NotGranted {
+                reason: NotGranted::NoConnection
+            }
+        );
+        assert_eq!(
+            set.resolve("slack.org.main.post", false).action(),
+            PolicyAction::Block
+        );
+    }
+
+    #[test]
+    fn an_org_toolkit_blocks_personal_tools_even_when_a_pattern_names_them() {
+        let patterns = ["github.*.*.*", "github.user.mine.*"];
+        let org = PolicySet::toolkit(Some(grant(Owner::Org, &patterns)), Vec::new());
+        assert_eq!(
+            org.resolve("github.user.mine.issues.list", false),
+            Decision::NotGranted {
+                reason: NotGranted::PersonalTool
+            }
+        );
+        assert_eq!(
+            org.resolve("github.org.main.issues.list", false).action(),
+            PolicyAction::Approve
+        );
+        let personal = PolicySet::toolkit(Some(grant(Owner::User, &patterns)), Vec::new());
+        assert_eq!(
+            personal
+                .resolve("github.user.mine.issues.list", false)
+                .action(),
+            PolicyAction::Approve
+        );
+    }
+
+    #[test]
+    fn the_first_toolkit_rule_by_position_decides_and_none_loosens_the_grant() {
+        let rules = vec![
+            rule(
+                "tkpol_b",
+                Owner::Org,
+                "github.*.*.issues.*",
+                PolicyAction::RequireApproval,
+                "a1",
+            ),
+            rule(
+                "tkpol_a",
+                Owner::Org,
+                "github.org.main.issues.list",
+                PolicyAction::Approve,
+                "a0",
+            ),
+            rule("tkpol_c", Owner::Org, "*", PolicyAction::Block, "a2"),
+            rule(
+                "tkpol_d",
+                Owner::Org,
+                "slack.*",
+                PolicyAction::Approve,
+                "Zz",
+            ),
+        ];
+        let set = PolicySet::toolkit(Some(grant(Owner::Org, &["github.org.main.*"])), rules);
+        let decided_by = |id: &str| set.resolve(id, false).rule_id().map(str::to_owned);
+        assert_eq!(
+            decided_by("github.org.main.issues.list").as_deref(),
+            Some("tkpol_a")
+        );
+        assert_eq!(
+            set.resolve("github.org.main.issues.close", false).action(),
+            PolicyAction::RequireApproval
+        );
+        assert_eq!(
+            set.resolve("github.org.main.repos.get", false).action(),
+            PolicyAction::Block
+        );
+        // An `approve` rule for a tool the toolkit does not grant grants nothing.
+        assert_eq!(
+            set.resolve("slack.org.main.post", false),
+            Decision::NotGranted {
+                reason: NotGranted::NoConnection
+            }
+        );
     }
 }

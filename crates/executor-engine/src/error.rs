@@ -37,6 +37,9 @@ pub enum EngineError {
     /// A policy pattern, action or position that does not parse.
     #[error("{message}")]
     InvalidPolicy { message: String },
+    /// A toolkit request that cannot be done (bad slug or pattern, not found): a sentence.
+    #[error("{message}")]
+    Toolkit { message: String },
     #[error("policy not found: {id}")]
     PolicyNotFound { id: String },
     /// Bad input that the wire layer reports as a schema error.

@@ -13,6 +13,7 @@ mod kinds;
 mod names;
 mod policies;
 mod static_tool;
+mod toolkits;
 pub mod views;
 
 use std::sync::Arc;
@@ -49,6 +50,7 @@ pub use executions::{
     AgentLink, ExecutionOutcome, MAX_HISTORY_PAGE, Paused, ProgressSink, ResumeAction,
 };
 pub use executor_sandbox::JS_THREAD_STACK;
+pub use executor_store::ToolkitEntryKind;
 pub use executor_store::{
     ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionSummary,
 };
@@ -64,6 +66,10 @@ pub use kinds::openapi::{
 };
 pub use policies::PolicyView;
 pub use static_tool::{BUILTIN_INTEGRATION, STATIC_TOOL_CONNECTION};
+pub use toolkits::{
+    MAX_SLUG_LEN, MAX_TOOLKIT_NAME_CHARS, ToolkitEntryView, ToolkitTool, ToolkitView,
+    is_valid_slug, slug_from_name,
+};
 
 /// Everything the engine needs to start. No `Default`: the binary decides.
 #[derive(Debug, Clone)]

@@ -27,6 +27,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("policies", &["cache", "caller", "error", "root"]),
+    ("toolkits", &["caller", "catalog", "error", "root"]),
     (
         "executions",
         &[

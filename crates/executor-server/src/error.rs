@@ -97,6 +97,10 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::CONFLICT,
             json!({"_tag": "CredentialProviderNotRegisteredError", "message": format!("No credential provider {provider:?} is available here."), "provider": provider}),
         ),
+        E::Toolkit { message } => (
+            StatusCode::BAD_REQUEST,
+            json!({"_tag": "ToolkitError", "message": message}),
+        ),
         E::InvalidPolicy { message } => (
             StatusCode::BAD_REQUEST,
             json!({"_tag": "InvalidPolicyError", "message": message}),

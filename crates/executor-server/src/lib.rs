@@ -12,6 +12,7 @@ mod mcp_routes;
 mod oauth_routes;
 mod openapi_routes;
 mod routes;
+mod toolkit_routes;
 mod wire;
 
 use std::time::Duration;

@@ -71,6 +71,7 @@ pub(crate) fn router(engine: Engine) -> Router {
         .merge(crate::openapi_routes::router())
         .merge(crate::health_routes::router())
         .merge(crate::oauth_routes::router())
+        .merge(crate::toolkit_routes::router())
         .fallback(not_found)
         .with_state(engine);
     Router::new()
@@ -131,7 +132,7 @@ pub(crate) fn ok(value: Value) -> ApiResult {
     Ok(Json(value).into_response())
 }
 
-fn owner(raw: &str) -> Result<Owner, ApiError> {
+pub(crate) fn owner(raw: &str) -> Result<Owner, ApiError> {
     raw.parse()
         .map_err(|_| ApiError::schema(format!("owner must be \"org\" or \"user\", got {raw:?}")))
 }

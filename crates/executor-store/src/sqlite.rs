@@ -1,6 +1,7 @@
 //! The embedded SQLite implementation of [`Store`].
 
 mod executions;
+mod toolkits;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -19,7 +20,8 @@ use crate::lock::OwnerLock;
 use crate::{
     ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
     OAuthClientRecord, OAuthSessionRecord, PolicyRecord, Result, SCHEMA_VERSION, Scope, Store,
-    StoreError, ToolFilter, ToolRecord, ToolSummary,
+    StoreError, ToolFilter, ToolRecord, ToolSummary, ToolkitEntryKind, ToolkitEntryRecord,
+    ToolkitRecord,
 };
 
 /// The database file inside the data directory.
@@ -63,6 +65,10 @@ macro_rules! visible {
     () => {
         "tenant = ? AND (owner = 'org' OR (owner = 'user' AND subject = ?))"
     };
+}
+/// [`visible`] for statements built at run time.
+fn visible_sql() -> &'static str {
+    visible!()
 }
 /// One connection's rows (connection, tool, definition); binds: tenant, integration, owner,
 /// subject, connection name.
@@ -1170,6 +1176,56 @@ impl Store for SqliteStore {
         .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn list_toolkits(&self, scope: &Scope) -> Result<Vec<ToolkitRecord>> {
+        self.toolkits(scope).await
+    }
+
+    async fn insert_toolkit(&self, scope: &Scope, rec: &ToolkitRecord) -> Result<()> {
+        self.add_toolkit(scope, rec).await
+    }
+
+    async fn update_toolkit(
+        &self,
+        scope: &Scope,
+        rec: &ToolkitRecord,
+    ) -> Result<Option<ToolkitRecord>> {
+        self.change_toolkit(scope, rec).await
+    }
+
+    async fn delete_toolkit(&self, scope: &Scope, owner: Owner, id: &str) -> Result<bool> {
+        self.remove_toolkit(scope, owner, id).await
+    }
+
+    async fn list_toolkit_entries(
+        &self,
+        scope: &Scope,
+        toolkit_ids: &[&str],
+    ) -> Result<Vec<ToolkitEntryRecord>> {
+        self.toolkit_entries(scope, toolkit_ids).await
+    }
+
+    async fn insert_toolkit_entry(&self, scope: &Scope, rec: &ToolkitEntryRecord) -> Result<()> {
+        self.add_toolkit_entry(scope, rec).await
+    }
+
+    async fn update_toolkit_entry(
+        &self,
+        scope: &Scope,
+        rec: &ToolkitEntryRecord,
+    ) -> Result<Option<ToolkitEntryRecord>> {
+        self.change_toolkit_entry(scope, rec).await
+    }
+
+    async fn delete_toolkit_entry(
+        &self,
+        scope: &Scope,
+        toolkit_id: &str,
+        kind: ToolkitEntryKind,
+        id: &str,
+    ) -> Result<bool> {
+        self.remove_toolkit_entry(scope, toolkit_id, kind, id).await
     }
 
     async fn put_blob(&self, scope: &Scope, value: &[u8]) -> Result<String> {

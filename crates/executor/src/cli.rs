@@ -223,6 +223,10 @@ struct McpFlags {
     /// running server).
     #[arg(long, default_value = "model")]
     elicitation_mode: String,
+    /// Serve a toolkit's endpoint (`/mcp/toolkits/<slug>`): the agent sees only the tools that
+    /// toolkit grants, under the toolkit's policies alone.
+    #[arg(long, value_name = "SLUG")]
+    toolkit: Option<String>,
     /// JS-time budget of one execution when serving from the data directory itself.
     #[arg(long, env = "EXECUTOR_EXECUTION_TIMEOUT", default_value = "5m")]
     execution_timeout: String,
@@ -241,6 +245,8 @@ pub(crate) struct McpSettings {
     pub(crate) execution_timeout: Duration,
     pub(crate) pause_ttl: Duration,
     pub(crate) elicitation_mode: executor_server::mcp::ElicitationMode,
+    /// The toolkit whose endpoint to serve, if any.
+    pub(crate) toolkit: Option<String>,
     pub(crate) calls: executor_engine::CallLimitsConfig,
 }
 
@@ -253,7 +259,15 @@ impl McpFlags {
                     self.elicitation_mode
                 )
             })?;
+        if let Some(slug) = &self.toolkit
+            && !executor_engine::is_valid_slug(slug)
+        {
+            anyhow::bail!(
+                "--toolkit must be a toolkit slug (1–63 of a-z, 0-9 and '-', not starting or ending with '-'), got {slug:?}"
+            );
+        }
         Ok(McpSettings {
+            toolkit: self.toolkit.clone(),
             data_dir: data_dir()?,
             scope_dir: scope_dir()?,
             execution_timeout: execution_timeout(&self.execution_timeout)?,

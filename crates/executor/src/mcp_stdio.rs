@@ -3,7 +3,8 @@
 //!
 //! One writer per data directory: if no server runs, this process opens the data directory
 //! itself (owner lock) and serves from its own engine. If the lock is held, it reads the running
-//! server's manifest (`server-control/server.json`) and bridges to its `/mcp`: an rmcp stdio
+//! server's manifest (`server-control/server.json`) and bridges to its `/mcp` (or, with
+//! `--toolkit <slug>`, `/mcp/toolkits/<slug>`): an rmcp stdio
 //! server whose handler forwards `tools/list` and `tools/call` to an rmcp streamable-HTTP client,
 //! and forwards `tools/list_changed` and elicitations back from it.
 
@@ -52,7 +53,14 @@ async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
                 mode = ElicitationMode::Model;
             }
             tracing::info!(data_dir = %settings.data_dir.display(), "serving MCP on stdio from the data directory");
-            let handler = ExecutorMcp::new(opened.engine.clone(), opened.caller.clone(), mode);
+            let caller = match &settings.toolkit {
+                Some(slug) => opened
+                    .caller
+                    .clone()
+                    .with_policies(executor_engine::PolicySource::Toolkit(slug.clone())),
+                None => opened.caller.clone(),
+            };
+            let handler = ExecutorMcp::new(opened.engine.clone(), caller, mode);
             let result = serve_stdio(handler).await;
             opened.close().await;
             result
@@ -60,8 +68,12 @@ async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
         Err(OpenError::Locked(locked)) => {
             let url = find_server(&settings.data_dir, &locked).await?;
             tracing::info!(%url, "bridging MCP on stdio to the running server");
+            let resource = match &settings.toolkit {
+                Some(slug) => format!("/mcp/toolkits/{slug}"),
+                None => "/mcp".to_owned(),
+            };
             let endpoint = format!(
-                "{}/mcp?elicitation_mode={}",
+                "{}{resource}?elicitation_mode={}",
                 url.trim_end_matches('/'),
                 settings.elicitation_mode.as_str()
             );

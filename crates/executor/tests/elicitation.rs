@@ -7,10 +7,8 @@
 mod support;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use executor_mcp::testing::{StatefulMcpServer, confirm_delete_schema, serve_eliciting};
-use executor_store::SqliteStore;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, Implementation,
@@ -19,7 +17,7 @@ use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use support::{Harness, Options};
+use support::Harness;
 
 const SLUG: &str = "elicit";
 
@@ -449,36 +447,6 @@ async fn mcp_native_mode_forwards_the_servers_elicitation_to_the_agent() {
 
 // ---- restart --------------------------------------------------------------------------------------
 
-/// Stops the server as a shutdown would and starts a new one on the same data dir.
-async fn restart(h: Harness) -> Harness {
-    let dir = h.dir.clone();
-    h.shutdown.cancel();
-    h.engine.shutdown().await;
-    drop(h);
-    // The owner lock is released once the last engine clone (the draining server's) is gone.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        match SqliteStore::open(dir.path()).await {
-            Ok(store) => {
-                store.close().await;
-                break;
-            }
-            Err(e) => {
-                assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "data dir still owned: {e}"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    }
-    Harness::start_opts(Options {
-        dir: Some(dir),
-        ..Options::default()
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_elicitation_survives_a_restart() {
     let fixture = serve_eliciting().await;
@@ -489,7 +457,7 @@ async fn a_paused_elicitation_survives_a_restart() {
     let id = assert_form_pause(&paused, "kept");
     let (_, before) = h.get(&format!("/api/executions/{id}")).await;
 
-    let h = restart(h).await;
+    let h = h.restart().await;
     let (status, view) = h.get(&format!("/api/executions/{id}")).await;
     assert_eq!(status, 200, "the new process knows the pause: {view}");
     assert_eq!(view, before);
@@ -541,7 +509,7 @@ async fn after_a_restart_earlier_answers_of_the_call_are_not_asked_again() {
         "The second question?"
     );
 
-    let h = restart(h).await;
+    let h = h.restart().await;
     // The approval and the first answer are given again from the journal; the second question
     // gets the new answer. Nothing pauses.
     let done = resume_with(&h, &id, "accept", Some(json!({"second": "b"}))).await;

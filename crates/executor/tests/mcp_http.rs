@@ -593,58 +593,12 @@ async fn browser_mode_approval_page_and_long_poll() {
     client.cancel().await.unwrap();
 }
 
-/// One JSON-RPC exchange with `/mcp` over raw HTTP: the answer (JSON or the first SSE `data:`)
-/// and the `Mcp-Session-Id` header.
 async fn rpc(h: &Harness, session: Option<&str>, body: Value) -> (u16, Option<String>, Value) {
-    let mut request = h
-        .http
-        .post(format!("{}/mcp", h.base))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&body);
-    if let Some(id) = session {
-        request = request.header("mcp-session-id", id);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let id = response
-        .headers()
-        .get("mcp-session-id")
-        .map(|v| v.to_str().unwrap().to_owned());
-    let text = response.text().await.unwrap();
-    let json = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|d| !d.is_empty())
-        .or(Some(text.as_str()))
-        .and_then(|d| serde_json::from_str(d).ok())
-        .unwrap_or(Value::Null);
-    (status, id, json)
+    h.mcp_rpc("/mcp", session, body).await
 }
 
-/// A session that has completed the handshake, or the JSON-RPC error of a refused one.
 async fn open_session(h: &Harness) -> Result<String, Value> {
-    let (status, id, answer) = rpc(
-        h,
-        None,
-        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}),
-    )
-    .await;
-    assert_eq!(status, 200, "{answer}");
-    if answer.get("error").is_some() {
-        return Err(answer);
-    }
-    let id = id.expect("a session id");
-    let (status, _, _) = rpc(
-        h,
-        Some(&id),
-        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
-    )
-    .await;
-    assert_eq!(status, 202);
-    Ok(id)
+    h.mcp_session("/mcp").await
 }
 
 async fn list_status(h: &Harness, session: &str) -> u16 {

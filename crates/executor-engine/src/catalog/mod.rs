@@ -214,6 +214,25 @@ pub struct ToolListFilter {
     pub exclude_blocked: bool,
 }
 
+/// What policy patterns match for a listed tool: `<integration>.<owner>.<connection>.<tool>`,
+/// or a static tool's fqid.
+pub(crate) fn policy_id_of(t: &ToolSummary) -> String {
+    if t.connection == crate::STATIC_TOOL_CONNECTION && t.integration == BUILTIN_INTEGRATION {
+        format!("{BUILTIN_INTEGRATION}.{}", t.name)
+    } else {
+        t.address().path()
+    }
+}
+
+/// Whether a listed tool's annotations ask for approval by default.
+pub(crate) fn summary_requires_approval(t: &ToolSummary) -> bool {
+    t.annotations
+        .as_ref()
+        .and_then(|a| a.get("requiresApproval"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
 /// Longest integration name or connection identity label accepted, in characters.
 pub const MAX_NAME_CHARS: usize = 200;
 /// Longest description accepted, in characters.
@@ -819,14 +838,8 @@ impl Engine {
         if filter.exclude_blocked {
             let policies = self.policy_set(caller).await?;
             out.retain(|t| {
-                let id = if t.connection == crate::STATIC_TOOL_CONNECTION
-                    && t.integration == BUILTIN_INTEGRATION
-                {
-                    format!("{BUILTIN_INTEGRATION}.{}", t.name)
-                } else {
-                    t.address().path()
-                };
-                policies.resolve(&id, false).action() != executor_core::policy::PolicyAction::Block
+                policies.resolve(&policy_id_of(t), false).action()
+                    != executor_core::policy::PolicyAction::Block
             });
         }
         Ok(out)

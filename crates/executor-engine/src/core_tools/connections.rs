@@ -116,7 +116,7 @@ pub(super) async fn list(engine: &Engine, caller: &Caller, args: &Value) -> Core
     let owner = args.opt_owner("owner")?;
     let verbose = args.bool("verbose")?.unwrap_or(false);
     let list = engine
-        .list_connections(caller, integration.as_deref(), owner)
+        .agent_connections(caller, integration.as_deref(), owner)
         .await?;
     Ok(json!({
         "items": list.iter().map(|c| list_item(c, verbose)).collect::<Vec<_>>(),

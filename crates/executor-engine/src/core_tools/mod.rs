@@ -905,9 +905,18 @@ async fn integrations_list(engine: &Engine, caller: &Caller, args: &Value) -> Bu
         Err(message) => return Ok(Err(message)),
     };
     let integrations = engine.list_integrations(caller).await?;
+    // Inside a toolkit only what it exposes is counted, and an integration with nothing
+    // exposed is not listed (spec §1.9).
+    let in_toolkit = matches!(caller.policies(), crate::PolicySource::Toolkit(_));
     let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for tool in engine
-        .list_tools(caller, &crate::ToolListFilter::default())
+        .list_tools(
+            caller,
+            &crate::ToolListFilter {
+                exclude_blocked: in_toolkit,
+                ..crate::ToolListFilter::default()
+            },
+        )
         .await?
     {
         *counts.entry(tool.integration).or_default() += 1;
@@ -915,6 +924,7 @@ async fn integrations_list(engine: &Engine, caller: &Caller, args: &Value) -> Bu
     let words: Vec<&str> = query.split_whitespace().collect();
     let mut matching: Vec<_> = integrations
         .into_iter()
+        .filter(|i| !in_toolkit || counts.contains_key(&i.slug))
         .filter(|i| {
             let hay = format!("{} {} {}", i.slug, i.description, i.kind).to_lowercase();
             words.iter().all(|w| hay.contains(w))

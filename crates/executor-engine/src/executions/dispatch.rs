@@ -505,6 +505,19 @@ impl Gate<'_> {
                     .to_json(),
                 ));
             }
+            (Decision::NotGranted { reason }, _) => {
+                return Err(HostReply::Resolve(
+                    ToolOutcome::Err(
+                        ToolError::new(
+                            "tool_blocked",
+                            format!("Tool blocked: this toolkit does not grant {}", self.path),
+                        )
+                        .with_retryable(false)
+                        .with_details(json!({ "path": self.path, "reason": reason.as_str() })),
+                    )
+                    .to_json(),
+                ));
+            }
             (_, PolicyAction::Block) => {
                 return Err(HostReply::Resolve(
                     ToolOutcome::Err(ToolError::new(

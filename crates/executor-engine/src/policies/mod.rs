@@ -18,7 +18,7 @@ use executor_core::{Owner, now_ms};
 use executor_store::PolicyRecord;
 
 use crate::Engine;
-use crate::caller::{Caller, PolicyKey};
+use crate::caller::{Caller, PolicyKey, PolicySource};
 use crate::error::{EngineError, EngineResult};
 
 /// A policy as the API returns it, with the number of known tools its pattern matches.
@@ -58,6 +58,12 @@ fn parse_action(raw: &str) -> EngineResult<PolicyAction> {
         .map_err(|e: executor_core::policy::ActionError| invalid(e.to_string()))
 }
 
+/// The caller under the global policies: what the policy routes and core tools edit, whichever
+/// source gates the caller's calls.
+fn global(caller: &Caller) -> Caller {
+    caller.clone().with_policies(PolicySource::Global)
+}
+
 fn rule_from(record: &PolicyRecord) -> Option<PolicyRule> {
     Some(PolicyRule {
         id: record.id.clone(),
@@ -72,7 +78,7 @@ fn rule_from(record: &PolicyRecord) -> Option<PolicyRule> {
 impl Engine {
     /// Every visible rule: user rules first, then org, each by position.
     pub async fn list_policies(&self, caller: &Caller) -> EngineResult<Vec<PolicyView>> {
-        let set = self.policy_set(caller).await?;
+        let set = self.policy_set(&global(caller)).await?;
         let ids = self.policy_tool_ids(caller).await?;
         let records = self.inner.store.list_policies(caller.scope()).await?;
         Ok(set
@@ -120,7 +126,7 @@ impl Engine {
     ) -> EngineResult<PolicyView> {
         let pattern = parse_pattern(pattern)?;
         let action = parse_action(action)?;
-        let set = self.policy_set(caller).await?;
+        let set = self.policy_set(&global(caller)).await?;
         let position = match position {
             Some(p) => {
                 validate_position(&p)
@@ -231,8 +237,9 @@ impl Engine {
             .policies
             .sets
             .get_or_build(caller.policy_key(), generation, || async {
-                // A toolkit's own rules come with toolkits; until then every source resolves
-                // the caller's policies.
+                if let PolicySource::Toolkit(slug) = caller.policies() {
+                    return self.toolkit_policy_set(caller, slug).await;
+                }
                 let records = self.inner.store.list_policies(caller.scope()).await?;
                 let rules: Vec<PolicyRule> = records
                     .iter()
@@ -249,7 +256,7 @@ impl Engine {
             .await
     }
 
-    fn policies_changed(&self) {
+    pub(crate) fn policies_changed(&self) {
         // Policies change what listings, search and describe show: every cache rebuilds.
         self.tools_changed();
     }

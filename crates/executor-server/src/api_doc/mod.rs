@@ -12,7 +12,9 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::{graphql_routes, health_routes, mcp_routes, oauth_routes, openapi_routes, routes};
+use crate::{
+    graphql_routes, health_routes, mcp_routes, oauth_routes, openapi_routes, routes, toolkit_routes,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -47,12 +49,18 @@ use crate::{graphql_routes, health_routes, mcp_routes, oauth_routes, openapi_rou
         oauth_routes::remove_client, oauth_routes::start, oauth_routes::complete, oauth_routes::cancel,
         oauth_routes::probe, oauth_routes::callback, oauth_routes::await_result,
         oauth_routes::client_metadata, oauth_routes::client_metadata_for_target,
+        toolkit_routes::list_toolkits, toolkit_routes::create_toolkit, toolkit_routes::get_toolkit,
+        toolkit_routes::update_toolkit, toolkit_routes::remove_toolkit, toolkit_routes::toolkit_tools,
+        toolkit_routes::list_policies, toolkit_routes::create_policy, toolkit_routes::update_policy,
+        toolkit_routes::remove_policy, toolkit_routes::list_connections,
+        toolkit_routes::create_connection, toolkit_routes::remove_connection,
     ),
     tags(
         (name = "integrations", description = "Configured MCP servers, OpenAPI specs and GraphQL APIs"),
         (name = "connections", description = "Accounts (credentials) of an integration"),
         (name = "tools", description = "The catalog agents call"),
         (name = "policies", description = "Which tool calls run, need a person's approval, or are blocked"),
+        (name = "toolkits", description = "Named allow-lists of tools, each its own MCP endpoint `/mcp/toolkits/<slug>`"),
         (name = "executions", description = "Running code against the tools; pauses, approvals and history"),
         (name = "mcp", description = "Adding and configuring MCP servers"),
         (name = "openapi", description = "Adding and configuring OpenAPI specs"),
@@ -266,6 +274,7 @@ mod tests {
             include_str!("../openapi_routes.rs"),
             include_str!("../health_routes.rs"),
             include_str!("../oauth_routes.rs"),
+            include_str!("../toolkit_routes.rs"),
         ];
         let mut out = BTreeSet::new();
         for source in sources {

@@ -363,3 +363,113 @@ pub(crate) struct ProviderItem {
     id: String,
     name: String,
 }
+
+/// A named allow-list of tools, served as its own MCP endpoint `/mcp/toolkits/<slug>`.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct Toolkit {
+    /// `tk_…`
+    id: String,
+    owner: Owner,
+    /// 1–63 of `[a-z0-9-]`; unique among the toolkits a caller sees.
+    slug: String,
+    name: String,
+    created_at: i64,
+    updated_at: i64,
+    /// How many connection patterns it grants.
+    connection_count: i64,
+    policy_count: i64,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ToolkitList {
+    toolkits: Vec<Toolkit>,
+}
+
+/// A toolkit's rule: the first matching one (by position) decides a granted tool's calls.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct ToolkitPolicy {
+    /// `tkpol_…`
+    id: String,
+    toolkit_id: String,
+    pattern: String,
+    action: PolicyAction,
+    position: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ToolkitPolicyList {
+    policies: Vec<ToolkitPolicy>,
+}
+
+/// A pattern of the toolkit's allow-list: `<integration>.<owner>.<connection>.*`, or a static
+/// prefix such as `executor.coreTools.*`.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct ToolkitConnection {
+    /// `tkconn_…`
+    id: String,
+    toolkit_id: String,
+    pattern: String,
+    position: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ToolkitConnectionList {
+    connections: Vec<ToolkitConnection>,
+}
+
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub(crate) enum ToolkitDecisionKind {
+    /// A toolkit policy matched.
+    Policy,
+    /// No toolkit policy matched: the tool's own default.
+    Default,
+}
+
+/// What decides a tool's calls inside a toolkit.
+#[derive(ToSchema)]
+pub(crate) struct ToolkitDecision {
+    kind: ToolkitDecisionKind,
+    /// The policy's id, when one decided.
+    #[schema(required = false, nullable = false)]
+    id: Option<String>,
+    #[schema(required = false, nullable = false)]
+    pattern: Option<String>,
+}
+
+/// A tool a toolkit exposes: a [`Tool`] with the action its calls get there.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct ToolkitTool {
+    address: String,
+    owner: Owner,
+    integration: String,
+    connection: String,
+    name: String,
+    plugin_id: String,
+    #[schema(required = true)]
+    description: Option<String>,
+    #[schema(rename = "static", required = false, nullable = false)]
+    is_static: Option<bool>,
+    #[schema(required = false, nullable = false)]
+    requires_approval: Option<bool>,
+    #[schema(required = false, nullable = false)]
+    approval_description: Option<String>,
+    #[schema(required = false, nullable = false)]
+    may_elicit: Option<bool>,
+    /// `approve` or `require_approval` (blocked tools are not listed).
+    action: PolicyAction,
+    decided_by: ToolkitDecision,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ToolkitToolList {
+    tools: Vec<ToolkitTool>,
+}

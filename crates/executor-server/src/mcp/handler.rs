@@ -136,7 +136,7 @@ impl ExecutorMcp {
     }
 
     async fn connected_slugs(&self, caller: &Caller) -> Vec<String> {
-        match self.engine.list_connections(caller, None, None).await {
+        match self.engine.agent_connections(caller, None, None).await {
             Ok(connections) => connections.into_iter().map(|c| c.integration).collect(),
             Err(e) => {
                 tracing::warn!(error = %e, "listing connections for the MCP surface failed");

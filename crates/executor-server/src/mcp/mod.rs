@@ -25,6 +25,37 @@ use tokio_util::sync::CancellationToken;
 pub use handler::{ElicitationMode, ExecutorMcp, SERVER_NAME, SERVER_VERSION, server_config};
 pub use sessions::{CappedSessions, McpSessionLimits, SESSION_LIMIT_CODE};
 
+/// Which MCP endpoint a request reached: `/mcp`, or `/mcp/toolkits/<slug>` (spec §5). A session
+/// is bound to the resource it was created on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Resource {
+    Default,
+    Toolkit(String),
+}
+
+impl Resource {
+    /// From the path below `/mcp` (empty, `/`, `/toolkits/<slug>` or `/toolkits/<slug>/`);
+    /// `None` for any other path. The slug is not checked here: an unknown one exposes nothing.
+    pub(crate) fn parse(path: &str) -> Option<Self> {
+        let path = path.strip_suffix('/').unwrap_or(path);
+        if path.is_empty() {
+            return Some(Resource::Default);
+        }
+        let slug = path.strip_prefix("/toolkits/")?;
+        (!slug.is_empty() && !slug.contains('/')).then(|| Resource::Toolkit(slug.to_owned()))
+    }
+
+    /// The caller a request on this resource acts as: a toolkit is its only policy source.
+    pub(crate) fn caller(&self, caller: Caller) -> Caller {
+        match self {
+            Resource::Default => caller,
+            Resource::Toolkit(slug) => {
+                caller.with_policies(executor_engine::PolicySource::Toolkit(slug.clone()))
+            }
+        }
+    }
+}
+
 /// Hosts always accepted in `Host` (DNS-rebinding protection).
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -98,7 +129,7 @@ pub fn http_service(
     )
 }
 
-/// `/mcp`. The approval page `/resume/{id}` is the console's.
+/// `/mcp` and `/mcp/toolkits/<slug>`. The approval page `/resume/{id}` is the console's.
 pub(crate) fn router(
     engine: Engine,
     caller: Caller,
@@ -123,6 +154,25 @@ pub(crate) fn router(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resources_are_the_bare_path_and_toolkit_slugs() {
+        assert_eq!(Resource::parse(""), Some(Resource::Default));
+        assert_eq!(Resource::parse("/"), Some(Resource::Default));
+        let kit = Some(Resource::Toolkit("support".into()));
+        assert_eq!(Resource::parse("/toolkits/support"), kit);
+        assert_eq!(Resource::parse("/toolkits/support/"), kit);
+        for other in [
+            "/toolkits",
+            "/toolkits/",
+            "/toolkits/a/b",
+            "/nope",
+            "/toolkit/a",
+            "x",
+        ] {
+            assert_eq!(Resource::parse(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn origins_follow_hosts() {

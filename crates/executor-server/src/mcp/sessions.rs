@@ -27,6 +27,8 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use serde_json::json;
 
+use super::Resource;
+
 /// JSON-RPC error code of a refused `initialize` (in the implementation-defined server range).
 pub const SESSION_LIMIT_CODE: i32 = -32001;
 
@@ -61,6 +63,8 @@ struct Activity {
     in_flight: AtomicUsize,
     /// Milliseconds since [`CappedSessions::epoch`] of its last request or response end.
     last_active: AtomicU64,
+    /// The endpoint it was created on; it is refused on any other.
+    resource: Resource,
 }
 
 /// [`LocalSessionManager`] with caps on live sessions.
@@ -106,6 +110,24 @@ impl CappedSessions {
         Some(activity)
     }
 
+    /// The resource session `id` is bound to, while it lives.
+    pub(crate) fn resource(&self, id: &SessionId) -> Option<Resource> {
+        self.lock().get(id).map(|a| a.resource.clone())
+    }
+
+    fn resource_of(message: &ClientJsonRpcMessage) -> Resource {
+        match message {
+            ClientJsonRpcMessage::Request(request) => request
+                .request
+                .extensions()
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Resource>())
+                .cloned(),
+            _ => None,
+        }
+        .unwrap_or(Resource::Default)
+    }
+
     fn token_of(&self, message: &ClientJsonRpcMessage) -> u64 {
         let token = match message {
             ClientJsonRpcMessage::Request(request) => request
@@ -122,7 +144,12 @@ impl CappedSessions {
     /// Admits a new session of `token`, naming the idle sessions to close to make room, or says
     /// which cap refused it. Decided under the lock, so concurrent `initialize`s cannot both
     /// take the last place.
-    fn admit(&self, id: &SessionId, token: u64) -> Result<Vec<SessionId>, Refused> {
+    fn admit(
+        &self,
+        id: &SessionId,
+        token: u64,
+        resource: Resource,
+    ) -> Result<Vec<SessionId>, Refused> {
         let mut live = self.lock();
         let oldest_idle =
             |live: &HashMap<SessionId, Arc<Activity>>, only_mine: bool, skip: &[SessionId]| {
@@ -159,6 +186,7 @@ impl CappedSessions {
                 token,
                 in_flight: AtomicUsize::new(0),
                 last_active: AtomicU64::new(self.now()),
+                resource,
             }),
         );
         Ok(evicted)
@@ -250,7 +278,7 @@ impl SessionManager for CappedSessions {
             ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
         };
-        match self.admit(id, self.token_of(&message)) {
+        match self.admit(id, self.token_of(&message), Self::resource_of(&message)) {
             Ok(evicted) => {
                 for victim in evicted {
                     tracing::debug!(session = %victim, "closing the longest idle MCP session to admit a new one");
@@ -356,7 +384,7 @@ mod tests {
         // Distinct activity times, so "longest idle" is well defined.
         std::thread::sleep(std::time::Duration::from_millis(2));
         sessions
-            .admit(&sid(id), token)
+            .admit(&sid(id), token, Resource::Default)
             .map(|v| v.iter().map(|s| s.to_string()).collect())
             .map_err(|r| format!("{}:{}", r.scope, r.limit))
     }

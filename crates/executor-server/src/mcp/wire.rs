@@ -14,8 +14,10 @@ use rmcp::transport::streamable_http_server::{SessionManager, StreamableHttpServ
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use super::ExecutorMcp;
+use executor_engine::Caller;
+
 use super::sessions::CappedSessions;
+use super::{ExecutorMcp, Resource};
 
 /// The only protocol version whose JSON-RPC allowed batches.
 const BATCH_VERSION: &str = "2025-03-26";
@@ -35,12 +37,29 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
         .into_response()
 }
 
-/// `/mcp`: checked here, then served by rmcp.
+/// `/mcp` and `/mcp/toolkits/<slug>`: checked here, then served by rmcp.
 pub(super) async fn serve(
     service: Mcp,
     sessions: Arc<CappedSessions>,
-    request: Request<Body>,
+    mut request: Request<Body>,
 ) -> Response {
+    let Some(resource) = Resource::parse(request.uri().path()) else {
+        return rpc_error(StatusCode::NOT_FOUND, -32001, "MCP resource not found");
+    };
+    if let Some(id) = session_of(&request)
+        && let Some(bound) = sessions.resource(&id.into())
+        && bound != resource
+    {
+        return rpc_error(
+            StatusCode::FORBIDDEN,
+            -32003,
+            "This MCP session belongs to another resource (it was created on another endpoint)",
+        );
+    }
+    if let Some(caller) = request.extensions_mut().remove::<Caller>() {
+        request.extensions_mut().insert(resource.caller(caller));
+    }
+    request.extensions_mut().insert(resource);
     match *request.method() {
         Method::DELETE => {
             if let Some(id) = session_of(&request)
@@ -143,9 +162,11 @@ async fn serve_batch(
         if let Some(id) = &session {
             request = request.header("mcp-session-id", id);
         }
-        let request = request
+        let mut request = request
             .body(Body::from(message.to_string()))
             .expect("a request built from a valid one");
+        // The caller and resource the front door and `serve` set travel with each message.
+        *request.extensions_mut() = parts.extensions.clone();
         let response = forward(service.clone(), request).await;
         if session.is_none() {
             session = response.headers().get("mcp-session-id").cloned();

@@ -145,6 +145,36 @@ impl Harness {
         }
     }
 
+    /// Stops the server as a shutdown would and starts a new one on the same data dir.
+    pub async fn restart(self) -> Harness {
+        let dir = self.dir.clone();
+        self.shutdown.cancel();
+        self.engine.shutdown().await;
+        drop(self);
+        // The owner lock is released once the last engine clone (the draining server's) is gone.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match SqliteStore::open(dir.path()).await {
+                Ok(store) => {
+                    store.close().await;
+                    break;
+                }
+                Err(e) => {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "data dir still owned: {e}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+        Harness::start_opts(Options {
+            dir: Some(dir),
+            ..Options::default()
+        })
+        .await
+    }
+
     pub fn data_dir(&self) -> &Path {
         self.dir.path()
     }
@@ -201,6 +231,69 @@ impl Harness {
             .await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["address"], format!("tools.{slug}.org.main"));
+    }
+
+    /// One JSON-RPC exchange with the MCP endpoint at `path` (`/mcp`, `/mcp/toolkits/<slug>`)
+    /// over raw HTTP: the status, the `Mcp-Session-Id` header and the answer (JSON or the first
+    /// SSE `data:`).
+    pub async fn mcp_rpc(
+        &self,
+        path: &str,
+        session: Option<&str>,
+        body: Value,
+    ) -> (u16, Option<String>, Value) {
+        let mut request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(id) = session {
+            request = request.header("mcp-session-id", id);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let id = response
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let text = response.text().await.unwrap();
+        let json = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|d| !d.is_empty())
+            .or(Some(text.as_str()))
+            .and_then(|d| serde_json::from_str(d).ok())
+            .unwrap_or(Value::Null);
+        (status, id, json)
+    }
+
+    /// A session of the MCP endpoint at `path` that has completed the handshake, or the
+    /// JSON-RPC error of a refused one.
+    pub async fn mcp_session(&self, path: &str) -> Result<String, Value> {
+        let (status, id, answer) = self
+            .mcp_rpc(
+                path,
+                None,
+                json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+                    "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{answer}");
+        if answer.get("error").is_some() {
+            return Err(answer);
+        }
+        let id = id.expect("a session id");
+        let (status, _, _) = self
+            .mcp_rpc(
+                path,
+                Some(&id),
+                json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            )
+            .await;
+        assert_eq!(status, 202);
+        Ok(id)
     }
 
     /// Runs code as the approver (`autoApprove: true`).

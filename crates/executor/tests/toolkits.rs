@@ -1,0 +1,487 @@
+//! Toolkits through one engine and the HTTP API, against the real session-stateful rmcp
+//! fixture and a real SQLite data dir: a toolkit is the only policy source of a caller bound to
+//! it (spec §1.9). The five resolution cases, org toolkits against personal tools, rule order,
+//! bad input, live edits, and a pause made in a toolkit resumed after a restart under its rules.
+
+mod support;
+
+use executor_engine::{Caller, EngineError, ExecutionOutcome, PolicySource, ToolListFilter};
+use executor_mcp::testing::serve_stateful;
+use serde_json::{Value, json};
+use support::Harness;
+
+const GET: &str = "tools.fx.org.main.get_workspace";
+
+fn in_toolkit(h: &Harness, slug: &str) -> Caller {
+    h.caller
+        .clone()
+        .with_policies(PolicySource::Toolkit(slug.to_owned()))
+}
+
+/// `{ok, data | error}` of calling `address` with `{}` as `caller` (gated calls auto-approved).
+async fn call(h: &Harness, caller: &Caller, address: &str) -> Value {
+    match h
+        .engine
+        .execute(caller, format!("return await {address}({{}})"), true)
+        .await
+        .unwrap()
+    {
+        ExecutionOutcome::Completed(done) => done.structured["result"].clone(),
+        ExecutionOutcome::Paused(p) => panic!("paused: {}", p.text),
+    }
+}
+
+async fn create_toolkit(h: &Harness, owner: &str, name: &str) -> Value {
+    let (status, body) = h
+        .post("/api/toolkits", json!({"owner": owner, "name": name}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn grant(h: &Harness, toolkit: &Value, pattern: &str) -> Value {
+    let (status, body) = h
+        .post(
+            &format!(
+                "/api/toolkits/{}/connections",
+                toolkit["id"].as_str().unwrap()
+            ),
+            json!({"pattern": pattern}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn rule(h: &Harness, toolkit: &Value, pattern: &str, action: &str) -> Value {
+    let (status, body) = h
+        .post(
+            &format!("/api/toolkits/{}/policies", toolkit["id"].as_str().unwrap()),
+            json!({"pattern": pattern, "action": action}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn connect(h: &Harness, owner: &str, name: &str) {
+    let (status, body) = h
+        .post(
+            "/api/connections",
+            json!({"owner": owner, "name": name, "integration": "fx", "template": "none", "value": ""}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+fn code_of(result: &Value) -> &str {
+    result["error"]["code"].as_str().unwrap_or_default()
+}
+
+async fn visible_tools(h: &Harness, caller: &Caller) -> Vec<String> {
+    h.engine
+        .list_tools(
+            caller,
+            &ToolListFilter {
+                exclude_blocked: true,
+                ..ToolListFilter::default()
+            },
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.address().path())
+        .filter(|p| !p.starts_with("executor."))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_toolkit_exposes_nothing_and_a_granted_connection_only_itself() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "fx").await;
+    connect(&h, "org", "other").await;
+
+    let nowhere = in_toolkit(&h, "nowhere");
+    let refused = call(&h, &nowhere, GET).await;
+    assert_eq!(code_of(&refused), "tool_blocked", "{refused}");
+    assert_eq!(
+        refused["error"]["details"]["reason"], "no_toolkit",
+        "{refused}"
+    );
+    assert!(visible_tools(&h, &nowhere).await.is_empty());
+    let integrations = call(&h, &nowhere, "tools.executor.coreTools.integrations.list").await;
+    assert_eq!(code_of(&integrations), "tool_blocked", "{integrations}");
+
+    let kit = create_toolkit(&h, "org", "Support").await;
+    let support = in_toolkit(&h, "support");
+    assert!(
+        visible_tools(&h, &support).await.is_empty(),
+        "nothing granted yet"
+    );
+    grant(&h, &kit, "fx.org.main.*").await;
+    let visible = visible_tools(&h, &support).await;
+    assert!(!visible.is_empty());
+    assert!(
+        visible.iter().all(|p| p.starts_with("fx.org.main.")),
+        "{visible:?}"
+    );
+    assert_eq!(call(&h, &support, GET).await["ok"], true);
+    let other = call(&h, &support, "tools.fx.org.other.get_workspace").await;
+    assert_eq!(
+        other["error"]["details"]["reason"], "not_granted",
+        "{other}"
+    );
+    // The built-in tools are granted like any other: by a pattern.
+    let listed = call(&h, &support, "tools.executor.coreTools.integrations.list").await;
+    assert_eq!(code_of(&listed), "tool_blocked", "{listed}");
+    grant(&h, &kit, "executor.coreTools.*").await;
+    let listed = call(&h, &support, "tools.executor.coreTools.integrations.list").await;
+    assert_eq!(listed["ok"], true, "{listed}");
+    let connections = call(&h, &support, "tools.executor.coreTools.connections.list").await;
+    let names: Vec<&str> = connections["data"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["main"],
+        "only the granted connection is listed: {connections}"
+    );
+
+    // The same engine outside the toolkit sees both connections.
+    let everything = visible_tools(&h, &h.caller).await;
+    assert!(everything.iter().any(|p| p.starts_with("fx.org.other.")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toolkit_is_the_only_policy_source_and_open_callers_follow_its_edits() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "fx").await;
+    let kit = create_toolkit(&h, "org", "Release agent").await;
+    assert_eq!(kit["slug"], "release-agent");
+    let release = in_toolkit(&h, "release-agent");
+    let conn = grant(&h, &kit, "fx.org.main.*").await;
+
+    // A global block does not reach into the toolkit.
+    let (status, body) = h
+        .post(
+            "/api/policies",
+            json!({"owner": "org", "pattern": "fx.*.*.get_workspace", "action": "block"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(code_of(&call(&h, &h.caller, GET).await), "tool_blocked");
+    assert_eq!(call(&h, &release, GET).await["ok"], true);
+
+    // A global approve does not loosen the toolkit's require_approval: an agent pauses.
+    h.post(
+        "/api/policies",
+        json!({"owner": "org", "pattern": "fx.*.*.select_workspace", "action": "approve"}),
+    )
+    .await;
+    rule(&h, &kit, "fx.org.main.select_workspace", "require_approval").await;
+    let outcome = h
+        .engine
+        .execute(
+            &release,
+            "return await tools.fx.org.main.select_workspace({ workspace: 'a' })".to_owned(),
+            false,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, ExecutionOutcome::Paused(_)),
+        "{outcome:?}"
+    );
+
+    // Rules apply by position: new rules go to the top, so the later `block` wins over the
+    // earlier `approve` of the same tool until the block is moved below it.
+    let approve = rule(&h, &kit, "fx.org.main.get_workspace", "approve").await;
+    let block = rule(&h, &kit, "fx.org.main.*", "block").await;
+    assert!(
+        block["position"].as_str() < approve["position"].as_str(),
+        "{block} {approve}"
+    );
+    assert_eq!(code_of(&call(&h, &release, GET).await), "tool_blocked");
+    let kit_id = kit["id"].as_str().unwrap();
+    let (status, moved) = h
+        .call(
+            reqwest::Method::PATCH,
+            &format!(
+                "/api/toolkits/{kit_id}/policies/{}",
+                block["id"].as_str().unwrap()
+            ),
+            Some(json!({"position": "zz"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{moved}");
+    assert_eq!(call(&h, &release, GET).await["ok"], true);
+
+    // Removing the connection pattern takes the tools away at the next call.
+    let (status, _) = h
+        .call(
+            reqwest::Method::DELETE,
+            &format!(
+                "/api/toolkits/{kit_id}/connections/{}",
+                conn["id"].as_str().unwrap()
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let gone = call(&h, &release, GET).await;
+    assert_eq!(gone["error"]["details"]["reason"], "not_granted", "{gone}");
+
+    // Deleting the toolkit takes its rules, never the connection.
+    let (status, _) = h
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/api/toolkits/{kit_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, policies) = h.get(&format!("/api/toolkits/{kit_id}/policies")).await;
+    assert_eq!(policies["_tag"], "ToolkitError", "{policies}");
+    let (_, connections) = h.get("/api/connections").await;
+    assert!(
+        connections
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "main")
+    );
+    assert_eq!(
+        call(&h, &release, GET).await["error"]["details"]["reason"],
+        "no_toolkit"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_org_toolkit_never_exposes_personal_connections() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "fx").await;
+    connect(&h, "user", "mine").await;
+    let mine = "tools.fx.user.mine.get_workspace";
+
+    let org = create_toolkit(&h, "org", "Team").await;
+    grant(&h, &org, "fx.*.*.*").await;
+    grant(&h, &org, "fx.user.mine.*").await;
+    let team = in_toolkit(&h, "team");
+    assert_eq!(call(&h, &team, GET).await["ok"], true);
+    let personal = call(&h, &team, mine).await;
+    assert_eq!(
+        personal["error"]["details"]["reason"], "personal_tool",
+        "{personal}"
+    );
+
+    let own = create_toolkit(&h, "user", "Mine only").await;
+    grant(&h, &own, "fx.user.mine.*").await;
+    let just_me = in_toolkit(&h, "mine-only");
+    assert_eq!(call(&h, &just_me, mine).await["ok"], true);
+    assert_eq!(
+        call(&h, &just_me, GET).await["error"]["details"]["reason"],
+        "not_granted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_toolkit_input_is_a_toolkit_error_and_changes_nothing() {
+    let h = Harness::start().await;
+    let kit = create_toolkit(&h, "org", "Support").await;
+    let id = kit["id"].as_str().unwrap();
+    let refusals = [
+        (
+            "/api/toolkits",
+            json!({"owner": "org", "name": "Support"}),
+            "already in use",
+        ),
+        (
+            "/api/toolkits",
+            json!({"owner": "org", "name": "x", "slug": "Bad_Slug"}),
+            "Toolkit slug must be",
+        ),
+        (
+            "/api/toolkits",
+            json!({"owner": "org", "name": "x", "slug": "a".repeat(64)}),
+            "Toolkit slug must be",
+        ),
+        (
+            "/api/toolkits",
+            json!({"owner": "org", "name": " \t"}),
+            "Toolkit name is required.",
+        ),
+        (
+            "/api/toolkits",
+            json!({"owner": "org", "name": "!!!"}),
+            "Toolkit slug must be",
+        ),
+        (
+            &format!("/api/toolkits/{id}/policies"),
+            json!({"pattern": "fx.*x", "action": "block"}),
+            "Invalid toolkit policy pattern",
+        ),
+        (
+            &format!("/api/toolkits/{id}/policies"),
+            json!({"pattern": "fx.*", "action": "deny"}),
+            "deny",
+        ),
+        (
+            &format!("/api/toolkits/{id}/connections"),
+            json!({"pattern": ""}),
+            "Invalid toolkit connection pattern",
+        ),
+        (
+            &format!("/api/toolkits/{id}/connections"),
+            json!({"pattern": "fx..*"}),
+            "Invalid toolkit connection pattern",
+        ),
+        (
+            "/api/toolkits/tk_nope/connections",
+            json!({"pattern": "fx.*"}),
+            "Toolkit not found.",
+        ),
+    ];
+    for (path, body, says) in &refusals {
+        let (status, answer) = h.post(path, body.clone()).await;
+        assert_eq!(status, 400, "{path} {body}: {answer}");
+        assert_eq!(answer["_tag"], "ToolkitError", "{path} {body}: {answer}");
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains(says), "{path} {body}: {message}");
+    }
+    let (_, list) = h.get("/api/toolkits").await;
+    assert_eq!(list["toolkits"].as_array().unwrap().len(), 1, "{list}");
+    let (_, entries) = h.get(&format!("/api/toolkits/{id}/policies")).await;
+    assert_eq!(entries["policies"], json!([]));
+    let (_, entries) = h.get(&format!("/api/toolkits/{id}/connections")).await;
+    assert_eq!(entries["connections"], json!([]));
+
+    // A duplicate connection pattern answers the existing row.
+    let first = grant(&h, &kit, "fx.org.main.*").await;
+    let again = grant(&h, &kit, "fx.org.main.*").await;
+    assert_eq!(first, again);
+
+    // Renaming to a taken slug is refused; the engine says the same.
+    let other = create_toolkit(&h, "org", "Other").await;
+    let (status, answer) = h
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/api/toolkits/{}", other["id"].as_str().unwrap()),
+            Some(json!({"slug": "support"})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["_tag"].as_str()),
+        (400, Some("ToolkitError")),
+        "{answer}"
+    );
+    let refused = h
+        .engine
+        .add_toolkit_policy(&h.caller, id, "me*", "block", None)
+        .await;
+    assert!(
+        matches!(refused, Err(EngineError::Toolkit { .. })),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_made_in_a_toolkit_resumes_under_its_rules_after_a_restart() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "fx").await;
+    let kit = create_toolkit(&h, "org", "Gated").await;
+    grant(&h, &kit, "fx.org.main.*").await;
+    rule(&h, &kit, "fx.org.main.get_workspace", "require_approval").await;
+    rule(&h, &kit, "fx.org.main.select_workspace", "block").await;
+    let gated = in_toolkit(&h, "gated");
+    let code = "const seen = await tools.fx.org.main.get_workspace({});
+                const chosen = await tools.fx.org.main.select_workspace({ workspace: 'a' });
+                return { seen: seen.ok, chosen: chosen.ok ? 'ran' : chosen.error.code }";
+    let ExecutionOutcome::Paused(paused) = h
+        .engine
+        .execute(&gated, code.to_owned(), false)
+        .await
+        .unwrap()
+    else {
+        panic!("the toolkit's require_approval must pause");
+    };
+
+    // Restart on the same data dir, then resume over HTTP as the (global) local owner: the
+    // replay still runs under the toolkit, whose block stops select_workspace.
+    let h = h.restart().await;
+    let (status, resumed) = h.resume(&paused.execution_id, "accept").await;
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!(
+        resumed["structured"]["result"],
+        json!({"seen": true, "chosen": "tool_blocked"}),
+        "{resumed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toolkit_endpoint_binds_its_sessions_and_lists_only_what_it_grants() {
+    let fixture = serve_stateful().await;
+    let other = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "fx").await;
+    h.add_fixture(&other, "fy").await;
+    let kit = create_toolkit(&h, "org", "Support").await;
+    grant(&h, &kit, "fx.org.main.*").await;
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let described = |answer: &Value| {
+        answer["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "execute")
+            .map(|t| t["description"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    let session = h.mcp_session("/mcp/toolkits/support").await.unwrap();
+    let (status, _, answer) = h
+        .mcp_rpc("/mcp/toolkits/support", Some(&session), list.clone())
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let inside = described(&answer);
+    assert!(
+        inside.contains("`fx`") && !inside.contains("`fy`"),
+        "{inside}"
+    );
+    let global = h.mcp_session("/mcp/").await.unwrap();
+    let (_, _, answer) = h.mcp_rpc("/mcp", Some(&global), list.clone()).await;
+    let outside = described(&answer);
+    assert!(
+        outside.contains("`fx`") && outside.contains("`fy`"),
+        "{outside}"
+    );
+
+    // A session belongs to the endpoint it was made on.
+    for (path, id) in [
+        ("/mcp", &session),
+        ("/mcp/toolkits/other", &session),
+        ("/mcp/toolkits/support", &global),
+    ] {
+        let (status, _, answer) = h.mcp_rpc(path, Some(id), list.clone()).await;
+        assert_eq!(status, 403, "{path}: {answer}");
+        assert_eq!(answer["error"]["code"], -32003, "{path}: {answer}");
+    }
+    let (status, _, answer) = h
+        .mcp_rpc("/mcp/toolkits/support/", Some(&session), list.clone())
+        .await;
+    assert_eq!(
+        status, 200,
+        "a trailing slash is the same resource: {answer}"
+    );
+    for path in ["/mcp/nope", "/mcp/toolkits", "/mcp/toolkits/a/b"] {
+        let (status, _, answer) = h.mcp_rpc(path, None, list.clone()).await;
+        assert_eq!(status, 404, "{path}: {answer}");
+        assert_eq!(answer["error"]["code"], -32001, "{path}: {answer}");
+    }
+}
