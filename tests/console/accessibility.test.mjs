@@ -21,6 +21,12 @@ async function seed(ex) {
   const conn = await ex.api("POST", "/api/connections", { owner: "org", name: "main", integration: "fixture", template: "none" });
   assert.equal(conn.status, 200, JSON.stringify(conn.body));
   await ex.api("POST", "/api/policies", { owner: "org", pattern: "fixture.*.*.slow", action: "require_approval" });
+  const kit = await ex.api("POST", "/api/toolkits", { owner: "org", name: "Support tools", slug: "support" });
+  assert.equal(kit.status, 200, JSON.stringify(kit.body));
+  await ex.api("POST", `/api/toolkits/${kit.body.id}/connections`, { pattern: "fixture.org.main.*" });
+  await ex.api("POST", `/api/toolkits/${kit.body.id}/connections`, { pattern: "gone.org.old.*" });
+  await ex.api("POST", `/api/toolkits/${kit.body.id}/policies`, { pattern: "fixture.org.main.slow", action: "require_approval" });
+  await ex.api("POST", "/api/toolkits", { owner: "org", name: "Empty kit", slug: "empty" });
   await ex.execute("return 1");
   const r = await ex.api("POST", "/api/executions", { code: "return await tools.fixture.org.main.slow({ms: 1})" });
   paused = r.body.structured.executionId;
@@ -34,6 +40,10 @@ const PAGES = () => [
   "/integrations/fixture",
   "/integrations/fixture?tab=tools&tool=echo",
   "/policies",
+  "/toolkits",
+  "/toolkits/support",
+  "/toolkits/support?tool=fixture.org.main.echo",
+  "/toolkits/empty",
   "/executions",
   `/resume/${paused}`,
   "/resume/exec_unknown",
@@ -76,6 +86,19 @@ for (const colorScheme of ["light", "dark"]) {
         await page.waitForLoadState("load");
         await page.waitForTimeout(400);
         for (const v of await violations(page)) found.push(`${path}: ${v}`);
+        await page.close();
+      }
+      // The toolkit dialogs, open.
+      for (const [path, button] of [
+        ["/toolkits", "New toolkit"],
+        ["/toolkits/support", "Manage connections"],
+        ["/toolkits/support", "Delete"],
+      ]) {
+        const page = await c.open(path);
+        await page.getByRole("button", { name: button, exact: true }).click();
+        await page.getByRole("dialog").waitFor();
+        await page.waitForTimeout(300);
+        for (const v of await violations(page)) found.push(`${path} (${button} dialog): ${v}`);
         await page.close();
       }
       // The token prompt, shown before any page.

@@ -10,6 +10,8 @@ const IntegrationsPage = lazy(() => import("./pages/integrations"));
 const AddIntegrationPage = lazy(() => import("./pages/add-integration"));
 const IntegrationPage = lazy(() => import("./pages/integration"));
 const PoliciesPage = lazy(() => import("./pages/policies"));
+const ToolkitsPage = lazy(() => import("./pages/toolkits"));
+const ToolkitPage = lazy(() => import("./pages/toolkit"));
 const ExecutionsPage = lazy(() => import("./pages/executions"));
 const ExecutionPage = lazy(() => import("./pages/execution"));
 const PlaygroundPage = lazy(() => import("./pages/playground"));
@@ -20,6 +22,7 @@ const SettingsPage = lazy(() => import("./pages/settings"));
 
 const NAV: { href: string; label: string }[] = [
   { href: "/", label: "Integrations" },
+  { href: "/toolkits", label: "Toolkits" },
   { href: "/policies", label: "Policies" },
   { href: "/executions", label: "Executions" },
   { href: "/playground", label: "Playground" },
@@ -83,6 +86,8 @@ export function App() {
             <Route path="/" component={IntegrationsPage} />
             <Route path="/integrations/add/:kind" component={AddIntegrationPage} />
             <Route path="/integrations/:slug" component={IntegrationPage} />
+            <Route path="/toolkits" component={ToolkitsPage} />
+            <Route path="/toolkits/:slug" component={ToolkitPage} />
             <Route path="/policies" component={PoliciesPage} />
             <Route path="/executions" component={ExecutionsPage} />
             <Route path="/executions/:id" component={ExecutionPage} />

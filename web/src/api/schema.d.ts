@@ -821,6 +821,131 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/toolkits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List toolkits (the organisation's first, then by name) */
+        get: operations["list_toolkits"];
+        put?: never;
+        /** Create a toolkit */
+        post: operations["create_toolkit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/toolkits/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One toolkit */
+        get: operations["get_toolkit"];
+        put?: never;
+        post?: never;
+        /** Remove a toolkit and its rules (its connections and integrations stay) */
+        delete: operations["remove_toolkit"];
+        options?: never;
+        head?: never;
+        /** Rename a toolkit or change its slug */
+        patch: operations["update_toolkit"];
+        trace?: never;
+    };
+    "/api/toolkits/{id}/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A toolkit's connection patterns (what it grants) */
+        get: operations["list_connections"];
+        put?: never;
+        /** Grant a connection (a pattern it already has answers the existing row) */
+        post: operations["create_connection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/toolkits/{id}/connections/{connectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a connection pattern from a toolkit (the connection itself stays) */
+        delete: operations["remove_connection"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/toolkits/{id}/policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A toolkit's policies, in the order they apply */
+        get: operations["list_policies"];
+        put?: never;
+        /** Add a toolkit policy (above the others unless a position is given) */
+        post: operations["create_policy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/toolkits/{id}/policies/{policyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a toolkit policy */
+        delete: operations["remove_policy"];
+        options?: never;
+        head?: never;
+        /** Change a toolkit policy */
+        patch: operations["update_policy"];
+        trace?: never;
+    };
+    "/api/toolkits/{id}/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tools a toolkit exposes, and what decides each */
+        get: operations["toolkit_tools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/tools": {
         parameters: {
             query?: never;
@@ -984,6 +1109,33 @@ export interface components {
             owner: string;
             pattern: string;
             action: string;
+            position?: string | null;
+        };
+        CreateToolkitBody: {
+            /**
+             * @description `org` (everyone's) or `user` (yours).
+             * @example org
+             */
+            owner: string;
+            /** @example Support tools */
+            name: string;
+            /** @description 1–63 of `[a-z0-9-]`, no leading or trailing hyphen; derived from the name when absent. */
+            slug?: string | null;
+        };
+        CreateToolkitConnectionBody: {
+            /**
+             * @description `<integration>.<owner>.<connection>.*`, or a static prefix such as `executor.coreTools.*`.
+             * @example github.org.main.*
+             */
+            pattern: string;
+            position?: string | null;
+        };
+        CreateToolkitPolicyBody: {
+            /** @example github.*.*.issues.* */
+            pattern: string;
+            /** @example require_approval */
+            action: string;
+            /** @description Fractional index; absent → above every current rule. */
             position?: string | null;
         };
         CredentialFrom: {
@@ -1319,8 +1471,103 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** @description A named allow-list of tools, served as its own MCP endpoint `/mcp/toolkits/<slug>`. */
+        Toolkit: {
+            /** @description `tk_…` */
+            id: string;
+            owner: components["schemas"]["Owner"];
+            /** @description 1–63 of `[a-z0-9-]`; unique among the toolkits a caller sees. */
+            slug: string;
+            name: string;
+            /** Format: int64 */
+            createdAt: number;
+            /** Format: int64 */
+            updatedAt: number;
+            /**
+             * Format: int64
+             * @description How many connection patterns it grants.
+             */
+            connectionCount: number;
+            /** Format: int64 */
+            policyCount: number;
+        };
+        /**
+         * @description A pattern of the toolkit's allow-list: `<integration>.<owner>.<connection>.*`, or a static
+         *     prefix such as `executor.coreTools.*`.
+         */
+        ToolkitConnection: {
+            /** @description `tkconn_…` */
+            id: string;
+            toolkitId: string;
+            pattern: string;
+            position: string;
+            /** Format: int64 */
+            createdAt: number;
+            /** Format: int64 */
+            updatedAt: number;
+        };
+        ToolkitConnectionList: {
+            connections: components["schemas"]["ToolkitConnection"][];
+        };
+        /** @description What decides a tool's calls inside a toolkit. */
+        ToolkitDecision: {
+            kind: components["schemas"]["ToolkitDecisionKind"];
+            /** @description The policy's id, when one decided. */
+            id?: string;
+            pattern?: string;
+        };
+        /** @enum {string} */
+        ToolkitDecisionKind: "policy" | "default";
+        ToolkitList: {
+            toolkits: components["schemas"]["Toolkit"][];
+        };
+        /** @description A toolkit's rule: the first matching one (by position) decides a granted tool's calls. */
+        ToolkitPolicy: {
+            /** @description `tkpol_…` */
+            id: string;
+            toolkitId: string;
+            pattern: string;
+            action: components["schemas"]["PolicyAction"];
+            position: string;
+            /** Format: int64 */
+            createdAt: number;
+            /** Format: int64 */
+            updatedAt: number;
+        };
+        ToolkitPolicyList: {
+            policies: components["schemas"]["ToolkitPolicy"][];
+        };
+        /** @description A tool a toolkit exposes: a [`Tool`] with the action its calls get there. */
+        ToolkitTool: {
+            address: string;
+            owner: components["schemas"]["Owner"];
+            integration: string;
+            connection: string;
+            name: string;
+            pluginId: string;
+            description: string | null;
+            static?: boolean;
+            requiresApproval?: boolean;
+            approvalDescription?: string;
+            mayElicit?: boolean;
+            /** @description `approve` or `require_approval` (blocked tools are not listed). */
+            action: components["schemas"]["PolicyAction"];
+            decidedBy: components["schemas"]["ToolkitDecision"];
+        };
+        ToolkitToolList: {
+            tools: components["schemas"]["ToolkitTool"][];
+        };
         UpdatePolicyBody: {
             owner: string;
+            pattern?: string | null;
+            action?: string | null;
+            position?: string | null;
+        };
+        UpdateToolkitBody: {
+            name?: string | null;
+            slug?: string | null;
+        };
+        UpdateToolkitPolicyBody: {
             pattern?: string | null;
             action?: string | null;
             position?: string | null;
@@ -4490,6 +4737,667 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+        };
+    };
+    list_toolkits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolkitList"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_toolkit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateToolkitBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Toolkit"];
+                };
+            };
+            /** @description HttpApiSchemaError, ToolkitError (name required, bad or taken slug) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_toolkit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Toolkit"];
+                };
+            };
+            /** @description ToolkitError: Toolkit not found. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    remove_toolkit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Removed"];
+                };
+            };
+            /** @description ToolkitError: Toolkit not found. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    update_toolkit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateToolkitBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Toolkit"];
+                };
+            };
+            /** @description HttpApiSchemaError, ToolkitError (not found, bad or taken slug) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_connections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolkitConnectionList"];
+                };
+            };
+            /** @description ToolkitError: Toolkit not found. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_connection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateToolkitConnectionBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolkitConnection"];
+                };
+            };
+            /** @description HttpApiSchemaError, ToolkitError (not found, invalid pattern) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    remove_connection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+                /** @description The entry's id (`tkconn_…`) */
+                connectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Removed"];
+                };
+            };
+            /** @description ToolkitError: Toolkit not found. / Toolkit connection not found. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_policies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolkitPolicyList"];
+                };
+            };
+            /** @description ToolkitError: Toolkit not found. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_policy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateToolkitPolicyBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolkitPolicy"];
+                };
+            };
+            /** @description HttpApiSchemaError, ToolkitError (not found, invalid pattern or action) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    remove_policy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+                /** @description The policy's id (`tkpol_…`) */
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Removed"];
+                };
+            };
+            /** @description ToolkitError: Toolkit not found. / Toolkit policy not found. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    update_policy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+                /** @description The policy's id (`tkpol_…`) */
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateToolkitPolicyBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolkitPolicy"];
+                };
+            };
+            /** @description HttpApiSchemaError, ToolkitError (not found, invalid pattern or action) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    toolkit_tools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The toolkit's id (`tk_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolkitToolList"];
+                };
+            };
+            /** @description ToolkitError: Toolkit not found. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

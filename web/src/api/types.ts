@@ -22,6 +22,11 @@ export type ExecutionCall = Schemas["ExecutionCall"];
 export type ProviderItem = Schemas["ProviderItem"];
 export type HealthResult = Schemas["HealthResult"];
 export type ServerInfo = Schemas["ServerInfo"];
+export type Toolkit = Schemas["Toolkit"];
+export type ToolkitPolicy = Schemas["ToolkitPolicy"];
+export type ToolkitConnection = Schemas["ToolkitConnection"];
+export type ToolkitTool = Schemas["ToolkitTool"];
+export type ToolkitDecision = Schemas["ToolkitDecision"];
 
 // Request bodies
 export type CreateConnectionBody = Schemas["CreateConnectionBody"];
@@ -37,6 +42,12 @@ export type AddGraphqlBody = Schemas["AddGraphqlBody"];
 export type ValidateConnectionBody = Schemas["ValidateConnectionBody"];
 export type OAuthStartBody = Schemas["OAuthStartBody"];
 export type OAuthClientBody = Schemas["OAuthClientBody"];
+export type CreateToolkitBody = Schemas["CreateToolkitBody"];
+export type UpdateToolkitBody = Schemas["UpdateToolkitBody"];
+export type CreateToolkitPolicyBody = Schemas["CreateToolkitPolicyBody"];
+export type UpdateToolkitPolicyBody = Schemas["UpdateToolkitPolicyBody"];
+export type CreateToolkitConnectionBody = Schemas["CreateToolkitConnectionBody"];
 
 /** The query parameters of `GET /api/executions`. */
 export type ExecutionListQuery = NonNullable<paths["/api/executions"]["get"]["parameters"]["query"]>;
+
