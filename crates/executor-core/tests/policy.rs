@@ -3,8 +3,9 @@
 
 use executor_core::Owner;
 use executor_core::policy::{
-    Decision, PatternError, PolicyAction, PolicyAuthor, PolicyPattern, PolicyRule, PolicySet,
-    PositionError, count_matches, default_position, key_between, policy_id, validate_position,
+    Decision, NotGranted, PatternError, PolicyAction, PolicyAuthor, PolicyPattern, PolicyRule,
+    PolicySet, PositionError, ToolkitGrant, count_matches, default_position, key_between,
+    policy_id, validate_position,
 };
 use proptest::prelude::*;
 
@@ -1085,4 +1086,132 @@ proptest! {
         prop_assert!(ordered[..at].iter().all(|r| r.pattern.specificity() > new_pattern.specificity()));
         prop_assert!(ordered[at + 1..].iter().all(|r| r.pattern.specificity() <= new_pattern.specificity()));
     }
+}
+
+// ---- toolkits (spec §1.9) ---------------------------------------------------------------
+
+fn grant(owner: Owner, patterns: &[&str]) -> ToolkitGrant {
+    ToolkitGrant {
+        owner,
+        connections: patterns
+            .iter()
+            .map(|p| PolicyPattern::parse(p).unwrap())
+            .collect(),
+    }
+}
+
+#[test]
+fn no_toolkit_blocks_every_tool() {
+    let set = PolicySet::toolkit(None, Vec::new());
+    for id in [
+        "github.org.main.issues.list",
+        "executor.coreTools.policies.list",
+    ] {
+        assert_eq!(
+            set.resolve(id, false),
+            Decision::NotGranted {
+                reason: NotGranted::NoToolkit
+            }
+        );
+    }
+    assert!(set.is_toolkit());
+    assert!(!PolicySet::new(Vec::new()).is_toolkit());
+}
+
+#[test]
+fn a_toolkit_grants_only_what_its_connection_patterns_match() {
+    let set = PolicySet::toolkit(
+        Some(grant(
+            Owner::Org,
+            &["github.org.main.*", "executor.coreTools.*"],
+        )),
+        Vec::new(),
+    );
+    assert_eq!(
+        set.resolve("github.org.main.issues.list", false).action(),
+        Approve
+    );
+    assert_eq!(
+        set.resolve("github.org.main.issues.close", true).action(),
+        RequireApproval,
+        "the tool's own default applies when no toolkit rule matches"
+    );
+    assert_eq!(
+        set.resolve("executor.coreTools.policies.list", false)
+            .action(),
+        Approve
+    );
+    assert_eq!(
+        set.resolve("github.org.other.issues.list", false),
+        Decision::NotGranted {
+            reason: NotGranted::NoConnection
+        }
+    );
+    assert_eq!(set.resolve("slack.org.main.post", false).action(), Block);
+}
+
+#[test]
+fn an_org_toolkit_blocks_personal_tools_even_when_a_pattern_names_them() {
+    let patterns = ["github.*.*.*", "github.user.mine.*"];
+    let org = PolicySet::toolkit(Some(grant(Owner::Org, &patterns)), Vec::new());
+    assert_eq!(
+        org.resolve("github.user.mine.issues.list", false),
+        Decision::NotGranted {
+            reason: NotGranted::PersonalTool
+        }
+    );
+    assert_eq!(
+        org.resolve("github.org.main.issues.list", false).action(),
+        Approve
+    );
+    let personal = PolicySet::toolkit(Some(grant(Owner::User, &patterns)), Vec::new());
+    assert_eq!(
+        personal
+            .resolve("github.user.mine.issues.list", false)
+            .action(),
+        Approve
+    );
+}
+
+#[test]
+fn the_first_toolkit_rule_by_position_decides_and_none_loosens_the_grant() {
+    let rules = vec![
+        rule(
+            "tkpol_b",
+            Owner::Org,
+            "github.*.*.issues.*",
+            RequireApproval,
+            "a1",
+        ),
+        rule(
+            "tkpol_a",
+            Owner::Org,
+            "github.org.main.issues.list",
+            Approve,
+            "a0",
+        ),
+        rule("tkpol_c", Owner::Org, "*", Block, "a2"),
+        rule("tkpol_d", Owner::Org, "slack.*", Approve, "Zz"),
+    ];
+    let set = PolicySet::toolkit(Some(grant(Owner::Org, &["github.org.main.*"])), rules);
+    let decided_by = |id: &str| set.resolve(id, false).rule_id().map(str::to_owned);
+    assert_eq!(
+        decided_by("github.org.main.issues.list").as_deref(),
+        Some("tkpol_a")
+    );
+    assert_eq!(
+        set.resolve("github.org.main.issues.close", false).action(),
+        RequireApproval
+    );
+    assert_eq!(
+        set.resolve("github.org.main.repos.get", false).action(),
+        Block
+    );
+    // An `approve` rule for a tool the toolkit does not grant grants nothing.
+    assert_eq!(
+        set.resolve("slack.org.main.post", false),
+        Decision::NotGranted {
+            reason: NotGranted::NoConnection
+        }
+    );
 }

@@ -109,7 +109,8 @@ pub(crate) struct CreateToolkitConnectionBody {
 
 // ---- answers --------------------------------------------------------------------------------
 
-fn toolkit(t: &ToolkitView) -> Value {
+fn toolkit(view: &ToolkitView) -> Value {
+    let t = &view.toolkit;
     json!({
         "id": t.id,
         "owner": t.owner.as_str(),
@@ -117,8 +118,8 @@ fn toolkit(t: &ToolkitView) -> Value {
         "name": t.name,
         "createdAt": t.created_at,
         "updatedAt": t.updated_at,
-        "connectionCount": t.connection_count,
-        "policyCount": t.policy_count,
+        "connectionCount": view.connection_count,
+        "policyCount": view.policy_count,
     })
 }
 

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 mod executions;
 mod lock;
 mod sqlite;
+mod toolkits;
 mod vault;
 
 pub use executions::{
@@ -25,6 +26,7 @@ pub use executions::{
     ExecutionSummary,
 };
 pub use sqlite::{DataDirLock, SqliteStore};
+pub use toolkits::{ToolkitEntryKind, ToolkitEntryRecord, ToolkitRecord, ToolkitStore};
 pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 
 /// Re-exported so callers can name these without depending on `executor-core` directly.
@@ -204,47 +206,6 @@ pub struct PolicyRecord {
     pub author: executor_core::policy::PolicyAuthor,
 }
 
-/// A stored toolkit. The slug's grammar and uniqueness among what a caller sees are the
-/// engine's; the store refuses only a second toolkit of the same owner with the same slug.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolkitRecord {
-    pub id: String,
-    pub owner: Owner,
-    pub slug: String,
-    pub name: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-/// What a toolkit entry is: one of its policies, or one of its connection patterns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolkitEntryKind {
-    Policy,
-    Connection,
-}
-
-impl ToolkitEntryKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolkitEntryKind::Policy => "policy",
-            ToolkitEntryKind::Connection => "connection",
-        }
-    }
-}
-
-/// One of a toolkit's ordered entries. `action` is set for policies only.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolkitEntryRecord {
-    pub id: String,
-    pub toolkit_id: String,
-    pub kind: ToolkitEntryKind,
-    pub pattern: String,
-    pub action: Option<String>,
-    pub position: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolFilter {
     pub integration: Option<String>,
@@ -369,8 +330,9 @@ fn locked_message(path: &std::path::Path, holder_hint: Option<&str>) -> String {
 /// Reads, updates and deletes of owned rows see `tenant = T AND (owner = 'org' OR (owner = 'user'
 /// AND subject = S))`. A key naming `owner: User` from a scope without a subject finds nothing.
 #[async_trait]
-/// Executions and their journals are in the [`ExecutionStore`] supertrait.
-pub trait Store: ExecutionStore + Send + Sync + 'static {
+/// Executions and their journals are in the [`ExecutionStore`] supertrait, toolkits in
+/// [`ToolkitStore`].
+pub trait Store: ExecutionStore + ToolkitStore + Send + Sync + 'static {
     /// Whether any tenant has an integration (the engine warms its upstream clients only then).
     async fn any_integration(&self) -> Result<bool>;
     /// Integrations of the tenant, ordered by slug.
@@ -480,42 +442,6 @@ pub trait Store: ExecutionStore + Send + Sync + 'static {
     ) -> Result<Option<PolicyRecord>>;
     /// Whether a policy was removed.
     async fn delete_policy(&self, scope: &Scope, owner: Owner, id: &str) -> Result<bool>;
-
-    /// Toolkits visible to the scope (the org's and the subject's own), unordered.
-    async fn list_toolkits(&self, scope: &Scope) -> Result<Vec<ToolkitRecord>>;
-    /// Err(AlreadyExists) when the id, or the slug among the owner's toolkits, is taken.
-    async fn insert_toolkit(&self, scope: &Scope, rec: &ToolkitRecord) -> Result<()>;
-    /// Replaces the name and slug of the visible toolkit `rec.id` of `rec.owner`; `None` when
-    /// there is none, Err(AlreadyExists) when the slug is the owner's other toolkit's.
-    async fn update_toolkit(
-        &self,
-        scope: &Scope,
-        rec: &ToolkitRecord,
-    ) -> Result<Option<ToolkitRecord>>;
-    /// Removes a visible toolkit with all its entries, in one transaction; whether it existed.
-    async fn delete_toolkit(&self, scope: &Scope, owner: Owner, id: &str) -> Result<bool>;
-    /// The entries of toolkits of the scope's tenant, by position then id. The caller has
-    /// checked that it may see the toolkits.
-    async fn list_toolkit_entries(
-        &self,
-        scope: &Scope,
-        toolkit_ids: &[&str],
-    ) -> Result<Vec<ToolkitEntryRecord>>;
-    async fn insert_toolkit_entry(&self, scope: &Scope, rec: &ToolkitEntryRecord) -> Result<()>;
-    /// Replaces pattern, action and position of entry `rec.id` of `rec.toolkit_id`.
-    async fn update_toolkit_entry(
-        &self,
-        scope: &Scope,
-        rec: &ToolkitEntryRecord,
-    ) -> Result<Option<ToolkitEntryRecord>>;
-    /// Whether entry `id` of that kind and toolkit was removed.
-    async fn delete_toolkit_entry(
-        &self,
-        scope: &Scope,
-        toolkit_id: &str,
-        kind: ToolkitEntryKind,
-        id: &str,
-    ) -> Result<bool>;
 
     /// Stores a document under the sha256 (lowercase hex) of its bytes and returns that hash.
     /// Storing the same bytes twice is one row.

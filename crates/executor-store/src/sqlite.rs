@@ -20,8 +20,7 @@ use crate::lock::OwnerLock;
 use crate::{
     ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
     OAuthClientRecord, OAuthSessionRecord, PolicyRecord, Result, SCHEMA_VERSION, Scope, Store,
-    StoreError, ToolFilter, ToolRecord, ToolSummary, ToolkitEntryKind, ToolkitEntryRecord,
-    ToolkitRecord,
+    StoreError, ToolFilter, ToolRecord, ToolSummary,
 };
 
 /// The database file inside the data directory.
@@ -463,13 +462,18 @@ fn stamp(ms: i64) -> i64 {
     if ms == 0 { now_ms() } else { ms }
 }
 
-fn policy_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PolicyRecord> {
+/// The `owner` column of a row of `what` (`policy`, `toolkit`).
+fn owner_col(row: &SqliteRow, what: &str) -> Result<Owner> {
     let owner: String = row.try_get("owner")?;
+    owner
+        .parse()
+        .map_err(|_| StoreError::Corrupt(format!("{what} owner {owner:?}")))
+}
+
+fn policy_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PolicyRecord> {
     Ok(PolicyRecord {
         id: row.try_get("id")?,
-        owner: owner
-            .parse()
-            .map_err(|_| StoreError::Corrupt(format!("policy owner {owner:?}")))?,
+        owner: owner_col(row, "policy")?,
         pattern: row.try_get("pattern")?,
         action: row.try_get("action")?,
         position: row.try_get("position")?,
@@ -1176,56 +1180,6 @@ impl Store for SqliteStore {
         .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() > 0)
-    }
-
-    async fn list_toolkits(&self, scope: &Scope) -> Result<Vec<ToolkitRecord>> {
-        self.toolkits(scope).await
-    }
-
-    async fn insert_toolkit(&self, scope: &Scope, rec: &ToolkitRecord) -> Result<()> {
-        self.add_toolkit(scope, rec).await
-    }
-
-    async fn update_toolkit(
-        &self,
-        scope: &Scope,
-        rec: &ToolkitRecord,
-    ) -> Result<Option<ToolkitRecord>> {
-        self.change_toolkit(scope, rec).await
-    }
-
-    async fn delete_toolkit(&self, scope: &Scope, owner: Owner, id: &str) -> Result<bool> {
-        self.remove_toolkit(scope, owner, id).await
-    }
-
-    async fn list_toolkit_entries(
-        &self,
-        scope: &Scope,
-        toolkit_ids: &[&str],
-    ) -> Result<Vec<ToolkitEntryRecord>> {
-        self.toolkit_entries(scope, toolkit_ids).await
-    }
-
-    async fn insert_toolkit_entry(&self, scope: &Scope, rec: &ToolkitEntryRecord) -> Result<()> {
-        self.add_toolkit_entry(scope, rec).await
-    }
-
-    async fn update_toolkit_entry(
-        &self,
-        scope: &Scope,
-        rec: &ToolkitEntryRecord,
-    ) -> Result<Option<ToolkitEntryRecord>> {
-        self.change_toolkit_entry(scope, rec).await
-    }
-
-    async fn delete_toolkit_entry(
-        &self,
-        scope: &Scope,
-        toolkit_id: &str,
-        kind: ToolkitEntryKind,
-        id: &str,
-    ) -> Result<bool> {
-        self.remove_toolkit_entry(scope, toolkit_id, kind, id).await
     }
 
     async fn put_blob(&self, scope: &Scope, value: &[u8]) -> Result<String> {

@@ -1537,19 +1537,11 @@ export interface components {
         ToolkitPolicyList: {
             policies: components["schemas"]["ToolkitPolicy"][];
         };
-        /** @description A tool a toolkit exposes: a [`Tool`] with the action its calls get there. */
-        ToolkitTool: {
-            address: string;
-            owner: components["schemas"]["Owner"];
-            integration: string;
-            connection: string;
-            name: string;
-            pluginId: string;
-            description: string | null;
-            static?: boolean;
-            requiresApproval?: boolean;
-            approvalDescription?: string;
-            mayElicit?: boolean;
+        /**
+         * @description A tool a toolkit exposes: a [`Tool`] with the action its calls get there. (`Serialize`
+         *     only so that the schema can flatten `Tool`; nothing serialises it.)
+         */
+        ToolkitTool: components["schemas"]["Tool"] & {
             /** @description `approve` or `require_approval` (blocked tools are not listed). */
             action: components["schemas"]["PolicyAction"];
             decidedBy: components["schemas"]["ToolkitDecision"];

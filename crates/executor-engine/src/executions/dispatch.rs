@@ -492,38 +492,23 @@ impl Gate<'_> {
         let decision = set.resolve(self.policy_id, self.requires_approval);
         let head = match (&decision, decision.action()) {
             (_, PolicyAction::Approve) if self.approve_covers(&set) => return Ok(()),
-            (Decision::Rule { pattern, .. }, PolicyAction::Block) => {
-                return Err(HostReply::Resolve(
-                    ToolOutcome::Err(
-                        ToolError::new(
-                            "tool_blocked",
-                            format!("Tool blocked by policy: {}", self.path),
-                        )
-                        .with_retryable(false)
-                        .with_details(json!({ "path": self.path, "pattern": pattern })),
-                    )
-                    .to_json(),
-                ));
-            }
-            (Decision::NotGranted { reason }, _) => {
-                return Err(HostReply::Resolve(
-                    ToolOutcome::Err(
-                        ToolError::new(
-                            "tool_blocked",
-                            format!("Tool blocked: this toolkit does not grant {}", self.path),
-                        )
-                        .with_retryable(false)
-                        .with_details(json!({ "path": self.path, "reason": reason.as_str() })),
-                    )
-                    .to_json(),
-                ));
-            }
             (_, PolicyAction::Block) => {
-                return Err(HostReply::Resolve(
-                    ToolOutcome::Err(ToolError::new(
-                        "tool_blocked",
+                let (message, details) = match &decision {
+                    Decision::NotGranted { reason } => (
+                        format!("Tool blocked: this toolkit does not grant {}", self.path),
+                        json!({ "path": self.path, "reason": reason.as_str() }),
+                    ),
+                    _ => (
                         format!("Tool blocked by policy: {}", self.path),
-                    ))
+                        json!({ "path": self.path, "pattern": decision.pattern() }),
+                    ),
+                };
+                return Err(HostReply::Resolve(
+                    ToolOutcome::Err(
+                        ToolError::new("tool_blocked", message)
+                            .with_retryable(false)
+                            .with_details(details),
+                    )
                     .to_json(),
                 ));
             }
@@ -535,7 +520,8 @@ impl Gate<'_> {
             (Decision::Rule { pattern, .. }, _) => {
                 format!("Approve {}? (matched policy: {pattern})", self.address)
             }
-            (Decision::PluginDefault { .. }, _) => self
+            // The plugin default (a toolkit's refusal always blocks, above).
+            _ => self
                 .approval_description
                 .map(str::to_owned)
                 .unwrap_or_else(|| format!("Approve {}?", self.address)),

@@ -30,15 +30,10 @@ pub const MAX_TOOLKIT_NAME_CHARS: usize = 200;
 const SLUG_RULE: &str =
     "Toolkit slug must be 1–63 characters of a-z, 0-9 and '-', not starting or ending with '-'.";
 
-/// A toolkit as the API returns it.
+/// A toolkit as the API returns it: the stored row and how many entries of each kind it has.
 #[derive(Debug, Clone)]
 pub struct ToolkitView {
-    pub id: String,
-    pub owner: Owner,
-    pub slug: String,
-    pub name: String,
-    pub created_at: i64,
-    pub updated_at: i64,
+    pub toolkit: ToolkitRecord,
     pub connection_count: usize,
     pub policy_count: usize,
 }
@@ -650,12 +645,7 @@ impl Engine {
                 .count()
         };
         ToolkitView {
-            id: record.id.clone(),
-            owner: record.owner,
-            slug: record.slug.clone(),
-            name: record.name.clone(),
-            created_at: record.created_at,
-            updated_at: record.updated_at,
+            toolkit: record.clone(),
             connection_count: count(ToolkitEntryKind::Connection),
             policy_count: count(ToolkitEntryKind::Policy),
         }

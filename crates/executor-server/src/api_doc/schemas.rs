@@ -21,7 +21,7 @@ pub(crate) struct ErrorBody {
 }
 
 /// Who a row belongs to: the organisation (`org`, everyone) or one person (`user`).
-#[derive(ToSchema)]
+#[derive(serde::Serialize, ToSchema)]
 #[schema(rename_all = "lowercase")]
 pub(crate) enum Owner {
     Org,
@@ -54,7 +54,7 @@ pub(crate) enum Carrier {
     Env,
 }
 
-#[derive(ToSchema)]
+#[derive(serde::Serialize, ToSchema)]
 #[schema(rename_all = "snake_case")]
 pub(crate) enum PolicyAction {
     Approve,
@@ -213,7 +213,7 @@ pub(crate) struct Connection {
     last_health: Option<HealthResult>,
 }
 
-#[derive(ToSchema)]
+#[derive(serde::Serialize, ToSchema)]
 #[schema(rename_all = "camelCase")]
 pub(crate) struct Tool {
     address: String,
@@ -424,7 +424,7 @@ pub(crate) struct ToolkitConnectionList {
     connections: Vec<ToolkitConnection>,
 }
 
-#[derive(ToSchema)]
+#[derive(serde::Serialize, ToSchema)]
 #[schema(rename_all = "lowercase")]
 pub(crate) enum ToolkitDecisionKind {
     /// A toolkit policy matched.
@@ -434,7 +434,7 @@ pub(crate) enum ToolkitDecisionKind {
 }
 
 /// What decides a tool's calls inside a toolkit.
-#[derive(ToSchema)]
+#[derive(serde::Serialize, ToSchema)]
 pub(crate) struct ToolkitDecision {
     kind: ToolkitDecisionKind,
     /// The policy's id, when one decided.
@@ -444,26 +444,13 @@ pub(crate) struct ToolkitDecision {
     pattern: Option<String>,
 }
 
-/// A tool a toolkit exposes: a [`Tool`] with the action its calls get there.
-#[derive(ToSchema)]
-#[schema(rename_all = "camelCase")]
+/// A tool a toolkit exposes: a [`Tool`] with the action its calls get there. (`Serialize`
+/// only so that the schema can flatten `Tool`; nothing serialises it.)
+#[derive(serde::Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct ToolkitTool {
-    address: String,
-    owner: Owner,
-    integration: String,
-    connection: String,
-    name: String,
-    plugin_id: String,
-    #[schema(required = true)]
-    description: Option<String>,
-    #[schema(rename = "static", required = false, nullable = false)]
-    is_static: Option<bool>,
-    #[schema(required = false, nullable = false)]
-    requires_approval: Option<bool>,
-    #[schema(required = false, nullable = false)]
-    approval_description: Option<String>,
-    #[schema(required = false, nullable = false)]
-    may_elicit: Option<bool>,
+    #[serde(flatten)]
+    tool: Tool,
     /// `approve` or `require_approval` (blocked tools are not listed).
     action: PolicyAction,
     decided_by: ToolkitDecision,

@@ -1,22 +1,22 @@
-//! Toolkits and their entries on SQLite (the [`Store`](crate::Store) methods delegate here).
+//! [`ToolkitStore`] on SQLite.
 
+use async_trait::async_trait;
 use executor_core::{Owner, now_ms};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row};
 
-use super::{SqliteStore, is_unique_violation, stamp, write_subject};
-use crate::{Result, Scope, StoreError, ToolkitEntryKind, ToolkitEntryRecord, ToolkitRecord};
+use super::{SqliteStore, is_unique_violation, owner_col, stamp, write_subject};
+use crate::{
+    Result, Scope, StoreError, ToolkitEntryKind, ToolkitEntryRecord, ToolkitRecord, ToolkitStore,
+};
 
 const TOOLKIT_COLS: &str = "id, owner, slug, name, created_at, updated_at";
 const ENTRY_COLS: &str = "id, toolkit_id, kind, pattern, action, position, created_at, updated_at";
 
 fn toolkit_from_row(row: &SqliteRow) -> Result<ToolkitRecord> {
-    let owner: String = row.try_get("owner")?;
     Ok(ToolkitRecord {
         id: row.try_get("id")?,
-        owner: owner
-            .parse()
-            .map_err(|_| StoreError::Corrupt(format!("toolkit owner {owner:?}")))?,
+        owner: owner_col(row, "toolkit")?,
         slug: row.try_get("slug")?,
         name: row.try_get("name")?,
         created_at: row.try_get("created_at")?,
@@ -50,8 +50,9 @@ fn taken(e: sqlx::Error) -> StoreError {
     }
 }
 
-impl SqliteStore {
-    pub(super) async fn toolkits(&self, scope: &Scope) -> Result<Vec<ToolkitRecord>> {
+#[async_trait]
+impl ToolkitStore for SqliteStore {
+    async fn list_toolkits(&self, scope: &Scope) -> Result<Vec<ToolkitRecord>> {
         let sql = format!(
             "SELECT {TOOLKIT_COLS} FROM toolkit WHERE {}",
             super::visible_sql()
@@ -64,7 +65,7 @@ impl SqliteStore {
         rows.iter().map(toolkit_from_row).collect()
     }
 
-    pub(super) async fn add_toolkit(&self, scope: &Scope, rec: &ToolkitRecord) -> Result<()> {
+    async fn insert_toolkit(&self, scope: &Scope, rec: &ToolkitRecord) -> Result<()> {
         let subject = write_subject(scope, rec.owner)?;
         sqlx::query(
             "INSERT INTO toolkit (tenant, owner, subject, id, slug, name, created_at, updated_at) \
@@ -84,7 +85,7 @@ impl SqliteStore {
         Ok(())
     }
 
-    pub(super) async fn change_toolkit(
+    async fn update_toolkit(
         &self,
         scope: &Scope,
         rec: &ToolkitRecord,
@@ -110,12 +111,7 @@ impl SqliteStore {
         row.as_ref().map(toolkit_from_row).transpose()
     }
 
-    pub(super) async fn remove_toolkit(
-        &self,
-        scope: &Scope,
-        owner: Owner,
-        id: &str,
-    ) -> Result<bool> {
+    async fn delete_toolkit(&self, scope: &Scope, owner: Owner, id: &str) -> Result<bool> {
         let Some(subject) = scope.subject_for(owner) else {
             return Ok(false);
         };
@@ -141,7 +137,7 @@ impl SqliteStore {
         Ok(true)
     }
 
-    pub(super) async fn toolkit_entries(
+    async fn list_toolkit_entries(
         &self,
         scope: &Scope,
         toolkit_ids: &[&str],
@@ -162,11 +158,7 @@ impl SqliteStore {
         rows.iter().map(entry_from_row).collect()
     }
 
-    pub(super) async fn add_toolkit_entry(
-        &self,
-        scope: &Scope,
-        rec: &ToolkitEntryRecord,
-    ) -> Result<()> {
+    async fn insert_toolkit_entry(&self, scope: &Scope, rec: &ToolkitEntryRecord) -> Result<()> {
         sqlx::query(
             "INSERT INTO toolkit_entry (tenant, toolkit_id, kind, id, pattern, action, position, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -186,7 +178,7 @@ impl SqliteStore {
         Ok(())
     }
 
-    pub(super) async fn change_toolkit_entry(
+    async fn update_toolkit_entry(
         &self,
         scope: &Scope,
         rec: &ToolkitEntryRecord,
@@ -209,7 +201,7 @@ impl SqliteStore {
         row.as_ref().map(entry_from_row).transpose()
     }
 
-    pub(super) async fn remove_toolkit_entry(
+    async fn delete_toolkit_entry(
         &self,
         scope: &Scope,
         toolkit_id: &str,
