@@ -2,7 +2,7 @@
 // mirrored here so the console can check a pattern and count its matches as the user types.
 // The grammar is crates/executor-core/src/policy.rs; keep the two in step.
 
-import { useQuery } from "@tanstack/react-query";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api } from "./http";
 import type * as T from "./types";
 
@@ -25,6 +25,59 @@ export const policiesKey = ["policies"] as const;
 /** Every rule, in the server's order (user rules first, then org, each by position). */
 export function usePolicies() {
   return useQuery({ queryKey: policiesKey, queryFn: () => api<Policy[]>("/policies") });
+}
+
+/** A rule as the menus and the rules table see it: global policies and toolkit rules alike. */
+export interface RuleLike {
+  id: string;
+  pattern: string;
+  action: PolicyAction;
+}
+
+/**
+ * One set of rules and how to write it, so a menu or a table serves the global policies and a
+ * toolkit's rules alike. Each write refetches what it changed, failed or not.
+ */
+export interface RuleWriter<R extends RuleLike = RuleLike> {
+  /** The rule whose pattern is exactly `pattern` (the one a menu sets or clears). */
+  exact(pattern: string): R | undefined;
+  create(pattern: string, action: PolicyAction): Promise<unknown>;
+  update(rule: R, patch: { action?: PolicyAction; position?: string }): Promise<unknown>;
+  remove(rule: R): Promise<unknown>;
+  /** The position that moves `rule` one place up (-1) or down (+1) in its list; null at an end. */
+  positionForMove(rule: R, direction: -1 | 1): string | null;
+}
+
+/** Runs `write`, then `refetch` whether it worked or not. */
+export async function thenRefetch<T>(write: Promise<T>, refetch: () => void): Promise<T> {
+  try {
+    return await write;
+  } finally {
+    refetch();
+  }
+}
+
+/**
+ * The writer of the global (org) rules: a new rule goes below the more specific ones. A write
+ * refetches the policies, and with `tools` the tool lists too.
+ */
+export function useGlobalRules(policies: Policy[], options: { tools?: boolean } = {}): RuleWriter<Policy> {
+  const client = useQueryClient();
+  const refetch = () => {
+    void client.invalidateQueries({ queryKey: policiesKey });
+    if (options.tools) void client.invalidateQueries({ queryKey: ["tools"] });
+  };
+  return {
+    exact: (pattern) => policies.find((p) => p.owner === DEFAULT_OWNER && p.pattern === pattern),
+    create: (pattern, action) =>
+      thenRefetch(
+        createPolicy({ pattern, action, owner: DEFAULT_OWNER, position: positionForNewPattern(policies, pattern, DEFAULT_OWNER) }),
+        refetch,
+      ),
+    update: (rule, patch) => thenRefetch(updatePolicy(rule.id, { owner: rule.owner, ...patch }), refetch),
+    remove: (rule) => thenRefetch(removePolicy(rule.id, rule.owner), refetch),
+    positionForMove: (rule, direction) => positionForMove(policies, rule, direction),
+  };
 }
 
 export function createPolicy(input: {

@@ -4,7 +4,7 @@
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api } from "./http";
-import { parsePattern, keyBetween } from "./policies";
+import { keyBetween, parsePattern, thenRefetch, type RuleWriter } from "./policies";
 import type * as T from "./types";
 
 export type Toolkit = T.Toolkit;
@@ -22,6 +22,24 @@ export const CORE_TOOLS_PATTERN = "executor.coreTools.*";
 
 export const toolkitsKey = ["toolkits"] as const;
 const tk = (id: string) => `/toolkits/${encodeURIComponent(id)}`;
+
+/** What a toolkit lists under its path: its rules, the patterns it grants, the tools it exposes. */
+type Part = "policies" | "connections" | "tools";
+
+/** The path of a toolkit's `part`, or of one item of it. */
+const partPath = (id: string, part: Part, itemId?: string) =>
+  `${tk(id)}/${part}${itemId === undefined ? "" : `/${encodeURIComponent(itemId)}`}`;
+
+export const toolkitPartKey = (id: string, part: Part) => ["toolkits", id, part] as const;
+
+/** One of a toolkit's lists (`GET /toolkits/<id>/<part>` answers `{ <part>: [...] }`). */
+function useToolkitPart<T>(id: string | undefined, part: Part) {
+  return useQuery({
+    queryKey: toolkitPartKey(id ?? "", part),
+    queryFn: () => api<Record<Part, T[]>>(partPath(id!, part)).then((r) => r[part]),
+    enabled: !!id,
+  });
+}
 
 // ---- toolkits -----------------------------------------------------------------------------
 
@@ -44,60 +62,36 @@ export const removeToolkit = (id: string) => api<{ removed: boolean }>(tk(id), {
 
 // ---- policies -----------------------------------------------------------------------------
 
-export const toolkitPoliciesKey = (id: string) => ["toolkits", id, "policies"] as const;
-
-export function useToolkitPolicies(id: string | undefined) {
-  return useQuery({
-    queryKey: toolkitPoliciesKey(id ?? ""),
-    queryFn: () => api<{ policies: ToolkitPolicy[] }>(`${tk(id!)}/policies`).then((r) => r.policies),
-    enabled: !!id,
-  });
-}
+export const useToolkitPolicies = (id: string | undefined) => useToolkitPart<ToolkitPolicy>(id, "policies");
 
 /** Without `position` the server puts the new rule at the top. */
 export const createToolkitPolicy = (id: string, body: T.CreateToolkitPolicyBody & { action: ToolkitAction }) =>
-  api<ToolkitPolicy>(`${tk(id)}/policies`, { method: "POST", body });
+  api<ToolkitPolicy>(partPath(id, "policies"), { method: "POST", body });
 
 export const updateToolkitPolicy = (
   id: string,
   policyId: string,
   patch: T.UpdateToolkitPolicyBody & { action?: ToolkitAction },
-) => api<ToolkitPolicy>(`${tk(id)}/policies/${encodeURIComponent(policyId)}`, { method: "PATCH", body: patch });
+) => api<ToolkitPolicy>(partPath(id, "policies", policyId), { method: "PATCH", body: patch });
 
 export const removeToolkitPolicy = (id: string, policyId: string) =>
-  api<{ removed: boolean }>(`${tk(id)}/policies/${encodeURIComponent(policyId)}`, { method: "DELETE" });
+  api<{ removed: boolean }>(partPath(id, "policies", policyId), { method: "DELETE" });
 
 // ---- connections --------------------------------------------------------------------------
 
-export const toolkitConnectionsKey = (id: string) => ["toolkits", id, "connections"] as const;
-
-export function useToolkitConnections(id: string | undefined) {
-  return useQuery({
-    queryKey: toolkitConnectionsKey(id ?? ""),
-    queryFn: () => api<{ connections: ToolkitConnection[] }>(`${tk(id!)}/connections`).then((r) => r.connections),
-    enabled: !!id,
-  });
-}
+export const useToolkitConnections = (id: string | undefined) => useToolkitPart<ToolkitConnection>(id, "connections");
 
 /** A duplicate pattern answers the existing row. */
 export const addToolkitConnection = (id: string, pattern: string) =>
-  api<ToolkitConnection>(`${tk(id)}/connections`, { method: "POST", body: { pattern } satisfies T.CreateToolkitConnectionBody });
+  api<ToolkitConnection>(partPath(id, "connections"), { method: "POST", body: { pattern } satisfies T.CreateToolkitConnectionBody });
 
 export const removeToolkitConnection = (id: string, connectionId: string) =>
-  api<{ removed: boolean }>(`${tk(id)}/connections/${encodeURIComponent(connectionId)}`, { method: "DELETE" });
+  api<{ removed: boolean }>(partPath(id, "connections", connectionId), { method: "DELETE" });
 
 // ---- tools --------------------------------------------------------------------------------
 
-export const toolkitToolsKey = (id: string) => ["toolkits", id, "tools"] as const;
-
 /** The tools the toolkit exposes (blocked ones are not listed). */
-export function useToolkitTools(id: string | undefined) {
-  return useQuery({
-    queryKey: toolkitToolsKey(id ?? ""),
-    queryFn: () => api<{ tools: ToolkitTool[] }>(`${tk(id!)}/tools`).then((r) => r.tools),
-    enabled: !!id,
-  });
-}
+export const useToolkitTools = (id: string | undefined) => useToolkitPart<ToolkitTool>(id, "tools");
 
 /** Invalidates everything a change to toolkit `id` can touch (its counts are on the list). */
 export function useInvalidateToolkit() {
@@ -105,6 +99,22 @@ export function useInvalidateToolkit() {
   return (id?: string) => {
     void client.invalidateQueries({ queryKey: toolkitsKey, exact: true });
     if (id) void client.invalidateQueries({ queryKey: ["toolkits", id] });
+  };
+}
+
+/**
+ * The writer of toolkit `id`'s rules (`rules` as listed): a new rule goes to the top (the server's
+ * place for one without a position), so the latest choice wins. A write refetches the toolkit.
+ */
+export function useToolkitRules(id: string, rules: ToolkitPolicy[]): RuleWriter<ToolkitPolicy> {
+  const invalidate = useInvalidateToolkit();
+  const refetch = () => invalidate(id);
+  return {
+    exact: (pattern) => rules.find((r) => r.pattern === pattern),
+    create: (pattern, action) => thenRefetch(createToolkitPolicy(id, { pattern, action }), refetch),
+    update: (rule, patch) => thenRefetch(updateToolkitPolicy(id, rule.id, patch), refetch),
+    remove: (rule) => thenRefetch(removeToolkitPolicy(id, rule.id), refetch),
+    positionForMove: (rule, direction) => rulePositionForMove(rules, rule, direction),
   };
 }
 

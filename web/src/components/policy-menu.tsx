@@ -1,30 +1,26 @@
-// The policy menu of the tool tree and tool detail: shows a tool's effective decision and writes
-// connection-agnostic org rules (`integration.*.*.group.tool`) so one choice covers every
-// connection of the integration.
+// The policy menu of the tool trees and tool panels, and the decision dot and badge: the menu
+// writes one exact rule through a `RuleWriter`, so an integration's page writes connection-agnostic
+// org rules (`integration.*.*.group.tool`, one choice for every connection) and a toolkit's page
+// writes the toolkit's own rules with the exact displayed id.
 
 import * as DropdownMenu from "@radix-ui/react-dropdown-menu";
-import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useMutation } from "@tanstack/react-query";
 import { useState } from "react";
 import { describeError } from "../api/http";
-import {
-  ACTION_LABELS,
-  createPolicy,
-  DEFAULT_OWNER,
-  matchesPattern,
-  positionForNewPattern,
-  removePolicy,
-  rulesOf,
-  updatePolicy,
-  type Policy,
-  type PolicyAction,
-} from "../api/policies";
+import { ACTION_LABELS, matchesPattern, rulesOf, type Policy, type PolicyAction, type RuleWriter } from "../api/policies";
 
 const RANK: Record<PolicyAction, number> = { approve: 0, require_approval: 1, block: 2 };
+
+/** The actions in the order menus and selects offer them. */
+export const ACTIONS: PolicyAction[] = ["approve", "require_approval", "block"];
+
+/** The badge tone of an action. */
+export const actionTone = (a: PolicyAction) => (a === "approve" ? "ok" : a === "require_approval" ? "warn" : "danger");
 
 export interface Decision {
   action: PolicyAction;
   /** The rule that decided, absent for the plugin default. */
-  rule?: Policy;
+  rule?: { pattern: string };
 }
 
 /**
@@ -55,42 +51,42 @@ export function DecisionDot({ decision, label }: { decision?: Decision; label?: 
 }
 
 export function PolicyBadge({ decision }: { decision: Decision }) {
-  const tone = decision.action === "block" ? "danger" : decision.action === "require_approval" ? "warn" : "ok";
   return (
-    <span className={`badge ${tone}`} title={decision.rule ? `Rule ${decision.rule.pattern}` : "No rule matches: the default"}>
+    <span className={`badge ${actionTone(decision.action)}`} title={decision.rule ? `Rule ${decision.rule.pattern}` : "No rule matches: the default"}>
       {ACTION_LABELS[decision.action]}
       {decision.rule ? "" : " · default"}
     </span>
   );
 }
 
-/** A menu that sets (or clears) the exact org rule `pattern`. */
+/**
+ * A menu that sets (or clears) the rule of `rules` whose pattern is exactly `pattern`: an org
+ * policy on an integration's page, a toolkit rule on a toolkit's.
+ */
 export function PolicyMenu({
   pattern,
-  policies,
+  rules,
   triggerLabel,
   trigger,
   onError,
 }: {
   pattern: string;
-  policies: Policy[];
+  rules: RuleWriter;
   triggerLabel: string;
   trigger?: React.ReactNode;
   /** Where a failed write is reported; without it the menu shows the error after itself. */
   onError?: (message: string | null) => void;
 }) {
-  const client = useQueryClient();
   const [error, setError] = useState<string | null>(null);
-  const exact = policies.find((p) => p.owner === DEFAULT_OWNER && p.pattern === pattern);
+  const exact = rules.exact(pattern);
   const change = useMutation({
     mutationFn: async (action: PolicyAction | "clear") => {
-      if (action === "clear") return exact ? removePolicy(exact.id, exact.owner) : undefined;
-      if (exact) return updatePolicy(exact.id, { owner: exact.owner, action });
-      return createPolicy({ pattern, action, owner: DEFAULT_OWNER, position: positionForNewPattern(policies, pattern) });
+      if (action === "clear") return exact ? rules.remove(exact) : undefined;
+      if (exact) return rules.update(exact, { action });
+      return rules.create(pattern, action);
     },
     onSuccess: () => (onError ? onError(null) : setError(null)),
     onError: (e) => (onError ? onError(describeError(e)) : setError(describeError(e))),
-    onSettled: () => client.invalidateQueries({ queryKey: ["policies"] }),
   });
   return (
     <>
@@ -105,7 +101,7 @@ export function PolicyMenu({
         <DropdownMenu.Portal>
           <DropdownMenu.Content className="menu-content" align="end" sideOffset={4} onClick={(e) => e.stopPropagation()}>
             <div className="menu-label mono">{pattern}</div>
-            {(Object.keys(ACTION_LABELS) as PolicyAction[]).map((a) => (
+            {ACTIONS.map((a) => (
               <DropdownMenu.Item key={a} className="menu-item" onSelect={() => change.mutate(a)}>
                 {exact?.action === a ? "✓ " : ""}
                 {ACTION_LABELS[a]}

@@ -7,7 +7,7 @@ import { useEffect, useState } from "react";
 import { Link } from "wouter";
 import { describeError } from "../api/http";
 import { execute, toolPath, useToolSchema, type ExecutionOutcome, type Tool } from "../api/integrations";
-import type { Policy } from "../api/policies";
+import { useGlobalRules, type Policy } from "../api/policies";
 import { SchemaForm, validateAgainst, type JsonSchema } from "./schema-form";
 import { CopyButton } from "./connect-agent";
 import { agnosticPattern, effectiveDecision, PolicyBadge, PolicyMenu } from "./policy-menu";
@@ -84,6 +84,7 @@ export function ToolDetail({
   const problems = inputSchema ? validateAgainst(inputSchema, args) : [];
   const decision = policies ? effectiveDecision(policies, toolPath(tool), !!tool.requiresApproval) : undefined;
   const pattern = agnosticPattern(integration, tool.name, false);
+  const rules = useGlobalRules(policies ?? []);
   const description = schema.data?.description ?? tool.description ?? "";
   const long = description.length > 280;
 
@@ -98,7 +99,7 @@ export function ToolDetail({
           {policies && (
             <PolicyMenu
               pattern={pattern}
-              policies={policies}
+              rules={rules}
               triggerLabel="Change policy"
               trigger={<button type="button">Policy ▾</button>}
             />

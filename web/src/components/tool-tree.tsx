@@ -1,65 +1,73 @@
-// The tool tree: dotted tool names become folders, filtered as you type, virtualised so an
-// integration with thousands of tools renders only the rows on screen.
+// The tool tree: dotted tool names (or ids) become folders, filtered as you type, virtualised so
+// an integration with thousands of tools renders only the rows on screen. Each row has a decision
+// dot and a policy menu writing through the page's `RuleWriter`: an integration's page writes
+// connection-agnostic global rules, a toolkit's page its own rules with the exact id.
 
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { Fragment, useEffect, useMemo, useRef, useState, type KeyboardEvent, type ReactNode } from "react";
-import type { Policy } from "../api/policies";
-import { agnosticPattern, DecisionDot, effectiveDecision, PolicyMenu } from "./policy-menu";
+import type { RuleWriter } from "../api/policies";
+import { DecisionDot, PolicyMenu, type Decision } from "./policy-menu";
 
 export interface TreeTool {
-  /** The dotted tool name (the same across connections). */
-  name: string;
+  /** What a leaf is selected by and named for (a dotted tool name, or a toolkit's tool id). */
+  id: string;
+  /** The folders down to the leaf, then its label; `id` split at its dots when absent. */
+  segments?: string[];
   description: string | null;
-  /** A policy id of one instance (`integration.owner.connection.name`), for the indicator. */
-  policyId: string;
-  requiresApproval: boolean;
 }
 
-type Row =
-  | { kind: "folder"; path: string; label: string; depth: number; count: number }
-  | { kind: "leaf"; path: string; label: string; depth: number; tool: TreeTool };
+/** The rules a tree's menus write, and the pattern a leaf's (`folder` false) or folder's menu sets. */
+export interface TreeRules {
+  writer: RuleWriter;
+  patternOf: (path: string, folder: boolean) => string;
+}
 
-interface Folder {
-  folders: Map<string, Folder>;
-  leaves: TreeTool[];
+type Row<T> =
+  | { kind: "folder"; path: string; /** its segment */ label: string; depth: number; count: number }
+  | { kind: "leaf"; path: string; label: string; depth: number; tool: T };
+
+interface Folder<T> {
+  /** The dotted path this folder stands for. */
+  path: string;
+  folders: Map<string, Folder<T>>;
+  leaves: { label: string; tool: T }[];
   count: number;
 }
 
 const ROW_HEIGHT = 30;
 
-function build(tools: TreeTool[]): Folder {
-  const root: Folder = { folders: new Map(), leaves: [], count: 0 };
+function build<T extends TreeTool>(tools: T[]): Folder<T> {
+  const root: Folder<T> = { path: "", folders: new Map(), leaves: [], count: 0 };
   for (const t of tools) {
-    const parts = t.name.split(".");
+    const parts = t.segments ?? t.id.split(".");
     let node = root;
     node.count++;
     for (const part of parts.slice(0, -1)) {
       let next = node.folders.get(part);
       if (!next) {
-        next = { folders: new Map(), leaves: [], count: 0 };
+        next = { path: node.path ? `${node.path}.${part}` : part, folders: new Map(), leaves: [], count: 0 };
         node.folders.set(part, next);
       }
       next.count++;
       node = next;
     }
-    node.leaves.push(t);
+    node.leaves.push({ label: parts[parts.length - 1]!, tool: t });
   }
   return root;
 }
 
-function flatten(root: Folder, collapsed: Set<string>, forceOpen: boolean): Row[] {
-  const rows: Row[] = [];
-  const walk = (node: Folder, prefix: string, depth: number) => {
+function flatten<T extends TreeTool>(root: Folder<T>, collapsed: Set<string>, forceOpen: boolean): Row<T>[] {
+  const rows: Row<T>[] = [];
+  const walk = (node: Folder<T>, depth: number) => {
     const folders = [...node.folders.entries()].sort(([a], [b]) => a.localeCompare(b));
-    for (const [label, child] of folders) {
-      const path = prefix ? `${prefix}.${label}` : label;
-      rows.push({ kind: "folder", path, label, depth, count: child.count });
-      if (forceOpen || !collapsed.has(path)) walk(child, path, depth + 1);
+    for (const [segment, child] of folders) {
+      rows.push({ kind: "folder", path: child.path, label: segment, depth, count: child.count });
+      if (forceOpen || !collapsed.has(child.path)) walk(child, depth + 1);
     }
-    const leaves = [...node.leaves].sort((a, b) => a.name.localeCompare(b.name));
-    for (const t of leaves) rows.push({ kind: "leaf", path: t.name, label: t.name.slice(prefix ? prefix.length + 1 : 0), depth, tool: t });
+    const leaves = [...node.leaves].sort((a, b) => a.tool.id.localeCompare(b.tool.id));
+    for (const { label, tool } of leaves) rows.push({ kind: "leaf", path: tool.id, label, depth, tool });
   };
-  walk(root, "", 0);
+  walk(root, 0);
   return rows;
 }
 
@@ -88,18 +96,38 @@ function highlight(text: string, tokens: string[]): ReactNode {
   return out;
 }
 
-export function ToolTree({
-  integration,
+export function ToolTree<T extends TreeTool>({
   tools,
-  policies,
+  decide,
+  rules,
   selected,
   onSelect,
+  label = "Tools",
+  testId = "tool-tree",
+  filterId = "tool-filter",
+  filterLabel = `Filter ${tools.length} tools`,
+  folderLabel = (segment) => segment,
+  folderName = (row) => `${row.path} (${row.count})`,
+  highlightMatches = true,
 }: {
-  integration: string;
-  tools: TreeTool[];
-  policies: Policy[] | undefined;
+  tools: T[];
+  /** A tool's effective decision, for its dot (none when not known yet); asked of the rows shown. */
+  decide: (tool: T) => Decision | undefined;
+  /** The rules the menus write and the folder dots show; no menus without. */
+  rules: TreeRules | undefined;
   selected: string | null;
-  onSelect: (name: string) => void;
+  onSelect: (id: string) => void;
+  /** The tree's accessible name, its test id, the filter's id and label. */
+  label?: string;
+  testId?: string;
+  filterId?: string;
+  filterLabel?: string;
+  /** What a folder shows for its segment (`path` is its dotted path). */
+  folderLabel?: (segment: string, depth: number, path: string) => string;
+  /** A folder row's accessible name. */
+  folderName?: (row: { path: string; label: string; count: number }) => string;
+  /** Marks the filter's words in the labels. */
+  highlightMatches?: boolean;
 }) {
   const [filter, setFilter] = useState("");
   const [collapsed, setCollapsed] = useState<Set<string>>(() => new Set());
@@ -110,12 +138,13 @@ export function ToolTree({
   const matching = useMemo(() => {
     if (tokens.length === 0) return tools;
     return tools.filter((t) => {
-      const hay = `${t.name} ${t.description ?? ""}`.toLowerCase();
+      const hay = `${t.id} ${t.description ?? ""}`.toLowerCase();
       return tokens.every((tok) => hay.includes(tok));
     });
   }, [tools, tokens]);
   const tree = useMemo(() => build(matching), [matching]);
   const rows = useMemo(() => flatten(tree, collapsed, tokens.length > 0), [tree, collapsed, tokens.length]);
+  const marked = highlightMatches ? tokens : [];
 
   const virtualizer = useVirtualizer({
     count: rows.length,
@@ -150,19 +179,17 @@ export function ToolTree({
     virtualizer.scrollToIndex(index, { align: "auto" });
   };
 
-  const decide = (t: TreeTool) => (policies ? effectiveDecision(policies, t.policyId, t.requiresApproval) : undefined);
-  const folderRule = (path: string) => {
-    const pattern = agnosticPattern(integration, path, true);
-    const rule = policies?.find((p) => p.owner === "org" && p.pattern === pattern);
+  const folderRule = (path: string): Decision | undefined => {
+    const rule = rules?.writer.exact(rules.patternOf(path, true));
     return rule ? { action: rule.action, rule } : undefined;
   };
 
   return (
     <div className="stack">
       <div className="field">
-        <label htmlFor="tool-filter">Filter {tools.length} tools</label>
+        <label htmlFor={filterId}>{filterLabel}</label>
         <input
-          id="tool-filter"
+          id={filterId}
           type="search"
           value={filter}
           placeholder="Name or description"
@@ -184,10 +211,10 @@ export function ToolTree({
         ref={scrollRef}
         className="tree-scroll"
         role="tree"
-        aria-label="Tools"
+        aria-label={label}
         tabIndex={0}
         onKeyDown={onKeyDown}
-        data-testid="tool-tree"
+        data-testid={testId}
       >
         {rows.length === 0 && <p className="muted" style={{ padding: "0.5rem" }}>{tools.length ? "No tool matches." : "No tools."}</p>}
         <div style={{ height: virtualizer.getTotalSize(), position: "relative" }}>
@@ -196,6 +223,7 @@ export function ToolTree({
             const style = { transform: `translateY(${v.start}px)`, paddingLeft: `${0.4 + row.depth * 1.1}rem` };
             if (row.kind === "folder") {
               const open = tokens.length > 0 || !collapsed.has(row.path);
+              const shown = folderLabel(row.label, row.depth, row.path);
               return (
                 <div
                   key={`f:${row.path}`}
@@ -204,7 +232,7 @@ export function ToolTree({
                   role="treeitem"
                   aria-expanded={open}
                   aria-level={row.depth + 1}
-                  aria-label={`${row.path} (${row.count})`}
+                  aria-label={folderName({ path: row.path, label: shown, count: row.count })}
                   onClick={() => toggle(row.path)}
                 >
                   <span className="twist" aria-hidden>
@@ -212,12 +240,12 @@ export function ToolTree({
                   </span>
                   <DecisionDot decision={folderRule(row.path)} />
                   <span className="label">
-                    {highlight(row.label, tokens)} <span className="muted">{row.count}</span>
+                    {highlight(shown, marked)} <span className="muted">{row.count}</span>
                   </span>
-                  {policies && (
+                  {rules && (
                     <PolicyMenu
-                      pattern={agnosticPattern(integration, row.path, true)}
-                      policies={policies}
+                      pattern={rules.patternOf(row.path, true)}
+                      rules={rules.writer}
                       triggerLabel={`Policy for ${row.path}.*`}
                       onError={setMenuError}
                     />
@@ -239,11 +267,11 @@ export function ToolTree({
               >
                 <span className="twist" aria-hidden />
                 <DecisionDot decision={decide(row.tool)} />
-                <span className="label mono">{highlight(row.label, tokens)}</span>
-                {policies && (
+                <span className="label mono">{highlight(row.label, marked)}</span>
+                {rules && (
                   <PolicyMenu
-                    pattern={agnosticPattern(integration, row.path, false)}
-                    policies={policies}
+                    pattern={rules.patternOf(row.path, false)}
+                    rules={rules.writer}
                     triggerLabel={`Policy for ${row.path}`}
                     onError={setMenuError}
                   />

@@ -1,12 +1,11 @@
 // `/integrations/:slug`: the header (edit, refresh, delete) and the Connections and Tools tabs;
 // the tab and the selected tool live in the URL so both can be linked.
 
-import * as Dialog from "@radix-ui/react-dialog";
 import * as DropdownMenu from "@radix-ui/react-dropdown-menu";
 import * as Tabs from "@radix-ui/react-tabs";
 import { useMutation } from "@tanstack/react-query";
-import { useMemo, useState, type FormEvent, type ReactNode } from "react";
-import { Link, useLocation, useParams, useSearch } from "wouter";
+import { useMemo, useState, type FormEvent } from "react";
+import { useLocation, useParams, useSearch } from "wouter";
 import { api, ApiError, describeError } from "../api/http";
 import {
   checkConnectionHealth,
@@ -25,55 +24,18 @@ import {
   type Integration,
   type Tool,
 } from "../api/integrations";
-import { usePolicies } from "../api/policies";
+import { useGlobalRules, usePolicies } from "../api/policies";
 import { ConnectionModal, HealthVerdict } from "../components/connection-modal";
+import { ConfirmDialog, DialogActions, Modal } from "../components/dialogs";
+import { ErrorNote } from "../components/fields";
+import { DetailHeader, DetailUnavailable, PageLoading } from "../components/page-header";
+import { agnosticPattern, effectiveDecision } from "../components/policy-menu";
 import { ToolDetail } from "../components/tool-detail";
-import { ToolTree, type TreeTool } from "../components/tool-tree";
+import { ToolTree } from "../components/tool-tree";
 import { KIND_LABEL } from "./integrations";
 import "./integrations.css";
 
 // ---- small dialogs ----------------------------------------------------------------------
-
-function ConfirmDialog(props: {
-  open: boolean;
-  onOpenChange: (o: boolean) => void;
-  title: string;
-  children: ReactNode;
-  confirm: string;
-  onConfirm: () => Promise<unknown>;
-}) {
-  const run = useMutation({ mutationFn: props.onConfirm, onSuccess: () => props.onOpenChange(false) });
-  return (
-    <Dialog.Root
-      open={props.open}
-      onOpenChange={(o) => {
-        if (!o) run.reset();
-        props.onOpenChange(o);
-      }}
-    >
-      <Dialog.Portal>
-        <Dialog.Overlay className="dialog-overlay" />
-        <Dialog.Content className="dialog-content stack" aria-describedby={undefined}>
-          <Dialog.Title>{props.title}</Dialog.Title>
-          {props.children}
-          {run.isError && (
-            <p className="form-top-error" role="alert">
-              {describeError(run.error)}
-            </p>
-          )}
-          <div className="actions">
-            <Dialog.Close asChild>
-              <button type="button">Cancel</button>
-            </Dialog.Close>
-            <button type="button" className="primary danger-fill" disabled={run.isPending} onClick={() => run.mutate()}>
-              {run.isPending ? "Working…" : props.confirm}
-            </button>
-          </div>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
-  );
-}
 
 function EditDialog(props: {
   open: boolean;
@@ -90,7 +52,7 @@ function EditDialog(props: {
     save.mutate(Object.fromEntries(props.fields.map((f) => [f.id, current(f.id, f.value)])));
   };
   return (
-    <Dialog.Root
+    <Modal
       open={props.open}
       onOpenChange={(o) => {
         if (o) {
@@ -99,40 +61,24 @@ function EditDialog(props: {
         }
         props.onOpenChange(o);
       }}
+      title={props.title}
     >
-      <Dialog.Portal>
-        <Dialog.Overlay className="dialog-overlay" />
-        <Dialog.Content className="dialog-content" aria-describedby={undefined}>
-          <Dialog.Title>{props.title}</Dialog.Title>
-          <form className="stack" onSubmit={submit}>
-            {save.isError && (
-              <p className="form-top-error" role="alert">
-                {describeError(save.error)}
-              </p>
-            )}
-            {props.fields.map((f) => (
-              <div className="field" key={f.id}>
-                <label htmlFor={`edit-${f.id}`}>{f.label}</label>
-                <input
-                  id={`edit-${f.id}`}
-                  value={current(f.id, f.value)}
-                  onChange={(e) => setValues((v) => ({ ...v, [f.id]: e.target.value }))}
-                />
-                {f.hint && <span className="field-hint">{f.hint}</span>}
-              </div>
-            ))}
-            <div className="actions">
-              <Dialog.Close asChild>
-                <button type="button">Cancel</button>
-              </Dialog.Close>
-              <button type="submit" className="primary" disabled={save.isPending}>
-                {save.isPending ? "Saving…" : "Save"}
-              </button>
-            </div>
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+      <form className="stack" onSubmit={submit}>
+        <ErrorNote error={save.error} />
+        {props.fields.map((f) => (
+          <div className="field" key={f.id}>
+            <label htmlFor={`edit-${f.id}`}>{f.label}</label>
+            <input
+              id={`edit-${f.id}`}
+              value={current(f.id, f.value)}
+              onChange={(e) => setValues((v) => ({ ...v, [f.id]: e.target.value }))}
+            />
+            {f.hint && <span className="field-hint">{f.hint}</span>}
+          </div>
+        ))}
+        <DialogActions label="Save" busyLabel="Saving…" busy={save.isPending} />
+      </form>
+    </Modal>
   );
 }
 
@@ -296,11 +242,7 @@ function ConnectionsTab({ integration }: { integration: Integration }) {
           Add connection
         </button>
       </div>
-      {connections.isError && (
-        <p className="form-top-error" role="alert">
-          {describeError(connections.error)}
-        </p>
-      )}
+      <ErrorNote error={connections.error} />
       {connections.isSuccess && list.length === 0 && (
         <div className="card empty">
           <p>No connections yet. Agents reach this integration's tools through a connection: add one with its credential.</p>
@@ -345,6 +287,7 @@ function ToolsTab({
 }) {
   const tools = useTools(integration.slug);
   const policies = usePolicies();
+  const writer = useGlobalRules(policies.data ?? []);
   const byName = useMemo(() => {
     const m = new Map<string, Tool[]>();
     for (const t of tools.data ?? []) {
@@ -354,24 +297,21 @@ function ToolsTab({
     }
     return m;
   }, [tools.data]);
-  const treeTools = useMemo<TreeTool[]>(
+  const treeTools = useMemo(
     () =>
-      [...byName.values()].map((list) => ({
-        name: list[0]!.name,
-        description: list[0]!.description,
-        policyId: toolPath(list[0]!),
-        requiresApproval: !!list[0]!.requiresApproval,
+      [...byName.values()].map(([t]) => ({
+        id: t!.name,
+        description: t!.description,
+        // One instance stands for the tool's decision (the rules this page writes cover every connection).
+        policyId: toolPath(t!),
+        requiresApproval: !!t!.requiresApproval,
       })),
     [byName],
   );
   const instances = selected ? byName.get(selected) : undefined;
 
   if (tools.isError)
-    return (
-      <p className="form-top-error" role="alert">
-        {describeError(tools.error)}
-      </p>
-    );
+    return <ErrorNote error={tools.error} />;
   if (tools.isPending) return <p className="muted">Loading tools…</p>;
   if (treeTools.length === 0)
     return (
@@ -382,9 +322,13 @@ function ToolsTab({
   return (
     <div className="tools-pane">
       <ToolTree
-        integration={integration.slug}
         tools={treeTools}
-        policies={policies.data}
+        decide={(t) => (policies.data ? effectiveDecision(policies.data, t.policyId, t.requiresApproval) : undefined)}
+        rules={
+          policies.data
+            ? { writer, patternOf: (path, folder) => agnosticPattern(integration.slug, path, folder) }
+            : undefined
+        }
         selected={selected}
         onSelect={onSelect}
       />
@@ -429,6 +373,8 @@ function refreshIntegration(integration: Integration, connections: Connection[])
   })();
 }
 
+const BACK = { href: "/", label: "Integrations" };
+
 export default function IntegrationPage() {
   const { slug = "" } = useParams<{ slug: string }>();
   const search = useSearch();
@@ -464,58 +410,50 @@ export default function IntegrationPage() {
   if (integration.isError) {
     const missing = integration.error instanceof ApiError && integration.error.status === 404;
     return (
-      <section className="page">
-        <p>
-          <Link href="/">← Integrations</Link>
-        </p>
-        <h1>{missing ? "No such integration" : "Integration"}</h1>
-        <p className={missing ? "muted" : "form-top-error"} role="alert">
-          {missing ? `Nothing is registered under “${slug}”.` : describeError(integration.error)}
-        </p>
-      </section>
+      <DetailUnavailable
+        back={BACK}
+        title={missing ? "No such integration" : "Integration"}
+        message={missing ? `Nothing is registered under “${slug}”.` : describeError(integration.error)}
+        error={!missing}
+      />
     );
   }
-  if (!integration.data)
-    return (
-      <p className="page muted" role="status">
-        Loading…
-      </p>
-    );
+  if (!integration.data) return <PageLoading />;
   const i = integration.data;
   const toolCount = new Set((tools.data ?? []).map((t) => t.name)).size;
 
   return (
     <section className="page">
-      <p>
-        <Link href="/">← Integrations</Link>
-      </p>
-      <div className="page-header">
-        <div className="stack" style={{ gap: "0.3rem" }}>
-          <h1>{i.name}</h1>
-          <div className="detail-meta">
-            <code>{i.slug}</code>
-            <span className="badge">{KIND_LABEL[i.kind] ?? i.kind}</span>
+      <DetailHeader
+        back={BACK}
+        title={i.name}
+        slug={i.slug}
+        badge={KIND_LABEL[i.kind] ?? i.kind}
+        meta={
+          <>
             <span>{tools.isSuccess ? `${toolCount} tool${toolCount === 1 ? "" : "s"}` : "…"}</span>
             {i.displayUrl && <code className="muted">{i.displayUrl}</code>}
-          </div>
-          {i.description && i.description !== i.name && <p className="muted" style={{ margin: 0 }}>{i.description}</p>}
-        </div>
-        <div className="row">
-          <button type="button" onClick={() => setEditing(true)} disabled={!i.canRemove}>
-            Edit
-          </button>
-          {i.canRefresh && (
-            <button type="button" onClick={() => refresh.mutate()} disabled={refresh.isPending}>
-              {refresh.isPending ? "Refreshing…" : "Refresh"}
+          </>
+        }
+        lede={i.description && i.description !== i.name && <p className="muted" style={{ margin: 0 }}>{i.description}</p>}
+        actions={
+          <>
+            <button type="button" onClick={() => setEditing(true)} disabled={!i.canRemove}>
+              Edit
             </button>
-          )}
-          {i.canRemove && (
-            <button type="button" className="danger" onClick={() => setDeleting(true)}>
-              Delete
-            </button>
-          )}
-        </div>
-      </div>
+            {i.canRefresh && (
+              <button type="button" onClick={() => refresh.mutate()} disabled={refresh.isPending}>
+                {refresh.isPending ? "Refreshing…" : "Refresh"}
+              </button>
+            )}
+            {i.canRemove && (
+              <button type="button" className="danger" onClick={() => setDeleting(true)}>
+                Delete
+              </button>
+            )}
+          </>
+        }
+      />
       {refreshNote && (
         <div className={`result-box ${refreshNote.tone}`} role="status" style={{ marginTop: "0.75rem" }}>
           {refreshNote.text}

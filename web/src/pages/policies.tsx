@@ -2,30 +2,24 @@
 // inline, reorder within an owner, remove. The order shown is the order the server applies.
 
 import { useMemo, useState, type FormEvent } from "react";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery } from "@tanstack/react-query";
 import { api, ApiError, describeError } from "../api/http";
 import {
-  ACTION_LABELS,
-  createPolicy,
-  DEFAULT_OWNER,
+  matchesPattern,
   parsePattern,
   policyIdOf,
-  positionForMove,
-  positionForNewPattern,
-  removePolicy,
   rulesOf,
-  updatePolicy,
+  useGlobalRules,
   usePolicies,
-  matchesPattern,
   type Policy,
   type PolicyAction,
-  type PolicyOwner,
+  type RuleWriter,
   type ToolIdentity,
 } from "../api/policies";
+import { ActionSelect, RulesTable } from "../components/rules-table";
 import "./exec-common.css";
 import "./policies.css";
 
-const ACTIONS: PolicyAction[] = ["approve", "require_approval", "block"];
 const EXAMPLES = ["*", "github.*", "github.*.*.create_issue", "vercel.*.*.dns.*"];
 
 interface ToolRow extends ToolIdentity {
@@ -40,16 +34,13 @@ function useToolIds() {
   });
 }
 
-function actionBadge(action: PolicyAction): string {
-  return action === "approve" ? "ok" : action === "require_approval" ? "warn" : "danger";
-}
-
 export default function PoliciesPage() {
   const policies = usePolicies();
   const toolIds = useToolIds();
   const list = policies.data ?? [];
   const org = rulesOf(list, "org");
   const user = rulesOf(list, "user");
+  const writer = useGlobalRules(list, { tools: true });
   return (
     <section className="page policies-page">
       <h1>Policies</h1>
@@ -59,7 +50,7 @@ export default function PoliciesPage() {
         matches, the tool's own default applies (it runs, unless its integration marks it as needing approval). New
         rules are placed below the more specific ones, so an exact rule keeps precedence over a wildcard.
       </p>
-      <AddPolicyForm policies={list} toolIds={toolIds.data} />
+      <AddPolicyForm writer={writer} toolIds={toolIds.data} />
       <section className="card policies-list" aria-labelledby="active-policies">
         <h2 id="active-policies">Active policies</h2>
         {policies.isPending ? (
@@ -80,8 +71,8 @@ export default function PoliciesPage() {
                 restrictive of the two wins. A rule an agent wrote never loosens a block a person wrote.
               </p>
             )}
-            <RuleTable title={user.length > 0 ? "Local" : null} rules={org} all={list} />
-            {user.length > 0 && <RuleTable title="Personal" rules={user} all={list} />}
+            <RuleTable title={user.length > 0 ? "Local" : null} rules={org} writer={writer} />
+            {user.length > 0 && <RuleTable title="Personal" rules={user} writer={writer} />}
           </>
         )}
       </section>
@@ -89,8 +80,7 @@ export default function PoliciesPage() {
   );
 }
 
-function AddPolicyForm({ policies, toolIds }: { policies: Policy[]; toolIds: string[] | undefined }) {
-  const client = useQueryClient();
+function AddPolicyForm({ writer, toolIds }: { writer: RuleWriter<Policy>; toolIds: string[] | undefined }) {
   const [pattern, setPattern] = useState("");
   const [action, setAction] = useState<PolicyAction>("require_approval");
   const [touched, setTouched] = useState(false);
@@ -100,18 +90,10 @@ function AddPolicyForm({ policies, toolIds }: { policies: Policy[]; toolIds: str
     [check?.ok, pattern, toolIds],
   );
   const create = useMutation({
-    mutationFn: () =>
-      createPolicy({
-        pattern,
-        action,
-        owner: DEFAULT_OWNER,
-        position: positionForNewPattern(policies, pattern, DEFAULT_OWNER),
-      }),
+    mutationFn: () => writer.create(pattern, action),
     onSuccess: () => {
       setPattern("");
       setTouched(false);
-      void client.invalidateQueries({ queryKey: ["policies"] });
-      void client.invalidateQueries({ queryKey: ["tools"] });
     },
   });
   const serverError = create.error;
@@ -187,13 +169,7 @@ function AddPolicyForm({ policies, toolIds }: { policies: Policy[]; toolIds: str
         </div>
         <div className="field">
           <label htmlFor="policy-action">Action</label>
-          <select id="policy-action" value={action} onChange={(e) => setAction(e.target.value as PolicyAction)}>
-            {ACTIONS.map((a) => (
-              <option key={a} value={a}>
-                {ACTION_LABELS[a]}
-              </option>
-            ))}
-          </select>
+          <ActionSelect id="policy-action" value={action} onChange={setAction} />
         </div>
         <div className="policies-add-submit">
           <button type="submit" className="primary" disabled={create.isPending || !pattern || (check !== null && !check.ok)}>
@@ -205,107 +181,27 @@ function AddPolicyForm({ policies, toolIds }: { policies: Policy[]; toolIds: str
   );
 }
 
-function RuleTable({ title, rules, all }: { title: string | null; rules: Policy[]; all: Policy[] }) {
+function RuleTable({ title, rules, writer }: { title: string | null; rules: Policy[]; writer: RuleWriter<Policy> }) {
   if (rules.length === 0) return null;
   return (
     <div className="policies-group">
       {title && <h3>{title}</h3>}
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Order</th>
-            <th scope="col">Pattern</th>
-            <th scope="col">Action</th>
-            <th scope="col">
-              <span className="visually-hidden">Change</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {rules.map((rule, i) => (
-            <RuleRow key={rule.id} rule={rule} index={i} count={rules.length} all={all} />
-          ))}
-        </tbody>
-      </table>
+      <RulesTable rules={rules} writer={writer} details={(rule) => <RuleMeta rule={rule} />} removeLabel="Remove" />
     </div>
   );
 }
 
-function RuleRow({ rule, index, count, all }: { rule: Policy; index: number; count: number; all: Policy[] }) {
-  const client = useQueryClient();
-  const done = () => {
-    void client.invalidateQueries({ queryKey: ["policies"] });
-    void client.invalidateQueries({ queryKey: ["tools"] });
-  };
-  const update = useMutation({
-    mutationFn: (patch: { action?: PolicyAction; position?: string }) =>
-      updatePolicy(rule.id, { owner: rule.owner as PolicyOwner, ...patch }),
-    onSuccess: done,
-  });
-  const remove = useMutation({ mutationFn: () => removePolicy(rule.id, rule.owner), onSuccess: done });
-  const busy = update.isPending || remove.isPending;
-  const move = (direction: -1 | 1) => {
-    const position = positionForMove(all, rule, direction);
-    if (position) update.mutate({ position });
-  };
-  const error = update.error ?? remove.error;
-  const selectId = `policy-action-${rule.id}`;
+function RuleMeta({ rule }: { rule: Policy }) {
   return (
-    <tr>
-      <td className="muted">{index + 1}</td>
-      <td>
-        <code className="policy-pattern">{rule.pattern}</code>
-        <div className="row policy-meta">
-          <span className={rule.matches ? "badge" : "badge warn"} title="Current tools this pattern matches">
-            {rule.matches === 0 ? "matches no tools" : `${rule.matches} tool${rule.matches === 1 ? "" : "s"}`}
-          </span>
-          {rule.author === "agent" && (
-            <span className="badge" title="Written by agent code through the policies tools">
-              by an agent
-            </span>
-          )}
-        </div>
-        {error && (
-          <p className="field-error" role="alert">
-            {describeError(error)}
-          </p>
-        )}
-      </td>
-      <td>
-        <label htmlFor={selectId} className="visually-hidden">
-          Action for {rule.pattern}
-        </label>
-        <select
-          id={selectId}
-          className={`policy-action-select ${actionBadge(rule.action)}`}
-          value={rule.action}
-          disabled={busy}
-          onChange={(e) => update.mutate({ action: e.target.value as PolicyAction })}
-        >
-          {ACTIONS.map((a) => (
-            <option key={a} value={a}>
-              {ACTION_LABELS[a]}
-            </option>
-          ))}
-        </select>
-      </td>
-      <td>
-        <div className="row policy-buttons">
-          <button type="button" disabled={busy || index === 0} onClick={() => move(-1)}>
-            Move up<span className="visually-hidden"> {rule.pattern}</span>
-          </button>
-          <button
-            type="button"
-            disabled={busy || index === count - 1}
-            onClick={() => move(1)}
-          >
-            Move down<span className="visually-hidden"> {rule.pattern}</span>
-          </button>
-          <button type="button" className="danger" disabled={busy} onClick={() => remove.mutate()}>
-            Remove<span className="visually-hidden"> {rule.pattern}</span>
-          </button>
-        </div>
-      </td>
-    </tr>
+    <div className="row policy-meta">
+      <span className={rule.matches ? "badge" : "badge warn"} title="Current tools this pattern matches">
+        {rule.matches === 0 ? "matches no tools" : `${rule.matches} tool${rule.matches === 1 ? "" : "s"}`}
+      </span>
+      {rule.author === "agent" && (
+        <span className="badge" title="Written by agent code through the policies tools">
+          by an agent
+        </span>
+      )}
+    </div>
   );
 }

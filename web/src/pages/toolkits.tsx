@@ -2,12 +2,13 @@
 // empty state. One request: the list carries each toolkit's counts. The local server is
 // org-only, so there is one unlabelled shelf.
 
-import * as Dialog from "@radix-ui/react-dialog";
 import { useMutation } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Link, useLocation } from "wouter";
 import { ApiError, describeError } from "../api/http";
 import { createToolkit, useRememberToolkit, useToolkits, type Toolkit } from "../api/toolkits";
+import { Modal, DialogActions } from "../components/dialogs";
+import { ErrorNote, TextField } from "../components/fields";
 import "./integrations.css";
 import "./toolkits.css";
 
@@ -53,7 +54,7 @@ export function CreateToolkitDialog({ open, onOpenChange }: { open: boolean; onO
   };
 
   return (
-    <Dialog.Root
+    <Modal
       open={open}
       onOpenChange={(o) => {
         if (o) {
@@ -64,79 +65,46 @@ export function CreateToolkitDialog({ open, onOpenChange }: { open: boolean; onO
         }
         onOpenChange(o);
       }}
+      title="New toolkit"
+      describedBy="create-toolkit-desc"
     >
-      <Dialog.Portal>
-        <Dialog.Overlay className="dialog-overlay" />
-        <Dialog.Content className="dialog-content" aria-describedby="create-toolkit-desc">
-          <Dialog.Title>New toolkit</Dialog.Title>
-          <p id="create-toolkit-desc" className="muted">
-            Start empty, then add the connections whose tools this toolkit's agents may use.
-          </p>
-          <form className="stack" onSubmit={submit} noValidate>
-            {formError && (
-              <p className="form-top-error" role="alert">
-                {formError}
-              </p>
-            )}
-            <div className="field">
-              <label htmlFor="toolkit-name">Name</label>
-              <input
-                id="toolkit-name"
-                value={name}
-                placeholder="Support tools"
-                autoComplete="off"
-                aria-invalid={nameError ? true : undefined}
-                aria-describedby={nameError ? "toolkit-name-error" : undefined}
-                onChange={(e) => {
-                  setName(e.target.value);
-                  create.reset();
-                }}
-              />
-              {nameError && (
-                <span className="field-error" id="toolkit-name-error">
-                  {nameError}
-                </span>
-              )}
-            </div>
-            <div className="field">
-              <label htmlFor="toolkit-slug">Slug (optional)</label>
-              <input
-                id="toolkit-slug"
-                className="mono"
-                value={slug}
-                placeholder={slugPreview(name) || "support-tools"}
-                autoComplete="off"
-                spellCheck={false}
-                aria-invalid={slugError ? true : undefined}
-                aria-describedby="toolkit-slug-hint"
-                onChange={(e) => {
-                  setSlug(e.target.value);
-                  create.reset();
-                }}
-              />
-              <span className="field-hint" id="toolkit-slug-hint">
-                {slugError ? (
-                  <span className="field-error">{slugError}</span>
-                ) : (
-                  <>
-                    Part of the MCP URL <code>/mcp/toolkits/&lt;slug&gt;</code>: lowercase letters, digits and hyphens.
-                    Left empty, it is made from the name.
-                  </>
-                )}
-              </span>
-            </div>
-            <div className="actions">
-              <Dialog.Close asChild>
-                <button type="button">Cancel</button>
-              </Dialog.Close>
-              <button type="submit" className="primary" disabled={create.isPending}>
-                {create.isPending ? "Creating…" : "Create toolkit"}
-              </button>
-            </div>
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+      <p id="create-toolkit-desc" className="muted">
+        Start empty, then add the connections whose tools this toolkit's agents may use.
+      </p>
+      <form className="stack" onSubmit={submit} noValidate>
+        <ErrorNote error={formError} />
+        <TextField
+          id="toolkit-name"
+          label="Name"
+          value={name}
+          placeholder="Support tools"
+          onChange={(v) => {
+            setName(v);
+            create.reset();
+          }}
+          error={nameError}
+        />
+        <TextField
+          code
+          id="toolkit-slug"
+          label="Slug (optional)"
+          value={slug}
+          placeholder={slugPreview(name) || "support-tools"}
+          onChange={(v) => {
+            setSlug(v);
+            create.reset();
+          }}
+          error={slugError}
+          hint={
+            <>
+              Part of the MCP URL <code>/mcp/toolkits/&lt;slug&gt;</code>: lowercase letters, digits and hyphens. Left
+              empty, it is made from the name.
+            </>
+          }
+        />
+        <DialogActions label="Create toolkit" busyLabel="Creating…" busy={create.isPending} />
+      </form>
+    </Modal>
   );
 }
 
@@ -179,11 +147,7 @@ export default function ToolkitsPage() {
       <p className="muted toolkits-lede">
         A toolkit is a named allow-list of tools with its own MCP endpoint, so each agent sees only the tools it needs.
       </p>
-      {toolkits.isError && (
-        <p className="form-top-error" role="alert">
-          {describeError(toolkits.error)}
-        </p>
-      )}
+      <ErrorNote error={toolkits.error} />
       {toolkits.isPending && (
         <p className="muted" role="status">
           Loading toolkits…
