@@ -233,7 +233,7 @@ impl Engine {
             Err(StoreError::AlreadyExists) => return Err(slug_taken(&record.slug)),
             Err(e) => return Err(e.into()),
         }
-        self.policies_changed();
+        self.toolkit_changed(true);
         Ok(self.toolkit_view(&record, &[]))
     }
 
@@ -272,7 +272,7 @@ impl Engine {
             Err(StoreError::AlreadyExists) => return Err(slug_taken(&record.slug)),
             Err(e) => return Err(e.into()),
         };
-        self.policies_changed();
+        self.toolkit_changed(true);
         self.get_toolkit(caller, &updated.id).await
     }
 
@@ -287,7 +287,7 @@ impl Engine {
         {
             return Err(not_found());
         }
-        self.policies_changed();
+        self.toolkit_changed(true);
         Ok(())
     }
 
@@ -389,7 +389,7 @@ impl Engine {
             .update_toolkit_entry(caller.scope(), &record)
             .await?
             .ok_or_else(|| entry_not_found(kind))?;
-        self.policies_changed();
+        self.toolkit_changed(false);
         Ok(entry_view(&updated))
     }
 
@@ -410,7 +410,7 @@ impl Engine {
         {
             return Err(entry_not_found(kind));
         }
-        self.policies_changed();
+        self.toolkit_changed(kind == ToolkitEntryKind::Connection);
         Ok(())
     }
 
@@ -440,6 +440,17 @@ impl Engine {
                 ToolkitTool { tool, decision }
             })
             .collect())
+    }
+
+    /// After a toolkit write: what its sessions may call changed. A change of what it grants
+    /// (connections, its slug, the toolkit itself) also changes the `execute` description, so
+    /// agents are told (`tools/list_changed`); a rule change only rebuilds the caches.
+    fn toolkit_changed(&self, grants: bool) {
+        if grants {
+            self.catalog_changed();
+        } else {
+            self.policies_changed();
+        }
     }
 
     /// The connections an agent of this caller sees: all of them, except that a toolkit-bound
@@ -589,7 +600,7 @@ impl Engine {
             .store
             .insert_toolkit_entry(caller.scope(), &record)
             .await?;
-        self.policies_changed();
+        self.toolkit_changed(kind == ToolkitEntryKind::Connection);
         Ok(entry_view(&record))
     }
 
