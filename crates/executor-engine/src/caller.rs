@@ -125,6 +125,14 @@ impl Caller {
         &self.policies
     }
 
+    /// The slug of the toolkit the caller is bound to, if any.
+    pub fn toolkit(&self) -> Option<&str> {
+        match &self.policies {
+            PolicySource::Toolkit(slug) => Some(slug),
+            PolicySource::Global => None,
+        }
+    }
+
     /// What a saved pause keeps of its caller beyond the scope (the store's row has that): the
     /// principal and the policy source, so a resume after a restart replays under them.
     pub(crate) fn recorded(&self) -> serde_json::Value {

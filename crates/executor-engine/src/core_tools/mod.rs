@@ -907,7 +907,7 @@ async fn integrations_list(engine: &Engine, caller: &Caller, args: &Value) -> Bu
     let integrations = engine.list_integrations(caller).await?;
     // Inside a toolkit only what it exposes is counted, and an integration with nothing
     // exposed is not listed (spec §1.9).
-    let in_toolkit = matches!(caller.policies(), crate::PolicySource::Toolkit(_));
+    let in_toolkit = caller.toolkit().is_some();
     let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for tool in engine
         .list_tools(

@@ -237,7 +237,7 @@ impl Engine {
             .policies
             .sets
             .get_or_build(caller.policy_key(), generation, || async {
-                if let PolicySource::Toolkit(slug) = caller.policies() {
+                if let Some(slug) = caller.toolkit() {
                     return self.toolkit_policy_set(caller, slug).await;
                 }
                 let records = self.inner.store.list_policies(caller.scope()).await?;

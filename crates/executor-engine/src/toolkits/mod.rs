@@ -178,10 +178,7 @@ impl Engine {
             .store
             .list_toolkit_entries(caller.scope(), &ids)
             .await?;
-        Ok(records
-            .iter()
-            .map(|r| self.toolkit_view(r, &entries))
-            .collect())
+        Ok(records.iter().map(|r| toolkit_view(r, &entries)).collect())
     }
 
     pub async fn get_toolkit(&self, caller: &Caller, id: &str) -> EngineResult<ToolkitView> {
@@ -191,7 +188,7 @@ impl Engine {
             .store
             .list_toolkit_entries(caller.scope(), &[id])
             .await?;
-        Ok(self.toolkit_view(&record, &entries))
+        Ok(toolkit_view(&record, &entries))
     }
 
     /// A new toolkit; the slug is derived from the name when absent and must be free among the
@@ -234,7 +231,7 @@ impl Engine {
             Err(e) => return Err(e.into()),
         }
         self.toolkit_changed(true);
-        Ok(self.toolkit_view(&record, &[]))
+        Ok(toolkit_view(&record, &[]))
     }
 
     pub async fn update_toolkit(
@@ -475,7 +472,7 @@ impl Engine {
         &self,
         caller: &Caller,
     ) -> EngineResult<Option<std::collections::HashSet<(String, Owner, String)>>> {
-        if !matches!(caller.policies(), PolicySource::Toolkit(_)) {
+        if caller.toolkit().is_none() {
             return Ok(None);
         }
         // The search index holds exactly the exposed tools and is cached per policy source.
@@ -647,19 +644,19 @@ impl Engine {
         }
         Ok(())
     }
+}
 
-    fn toolkit_view(&self, record: &ToolkitRecord, entries: &[ToolkitEntryRecord]) -> ToolkitView {
-        let count = |kind| {
-            entries
-                .iter()
-                .filter(|e| e.toolkit_id == record.id && e.kind == kind)
-                .count()
-        };
-        ToolkitView {
-            toolkit: record.clone(),
-            connection_count: count(ToolkitEntryKind::Connection),
-            policy_count: count(ToolkitEntryKind::Policy),
-        }
+fn toolkit_view(record: &ToolkitRecord, entries: &[ToolkitEntryRecord]) -> ToolkitView {
+    let count = |kind| {
+        entries
+            .iter()
+            .filter(|e| e.toolkit_id == record.id && e.kind == kind)
+            .count()
+    };
+    ToolkitView {
+        toolkit: record.clone(),
+        connection_count: count(ToolkitEntryKind::Connection),
+        policy_count: count(ToolkitEntryKind::Policy),
     }
 }
 
