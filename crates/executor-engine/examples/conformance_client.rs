@@ -23,7 +23,7 @@ use executor_engine::{
     RegisterDynamicClient, ResumeAction, ToolListFilter,
 };
 use executor_mcp::RemoteTransport;
-use executor_store::SqliteStore;
+use executor_store::SqlStore;
 use serde_json::Value;
 
 /// Why the run failed (the engine crate has no `anyhow`).
@@ -60,7 +60,7 @@ async fn run() -> Result<(), Fail> {
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or(Value::Null);
     let dir = tempfile::tempdir()?;
-    let store = Arc::new(SqliteStore::open(dir.path()).await?);
+    let store = Arc::new(SqlStore::open(dir.path()).await?);
     let caller = Caller::local("conformance");
     let engine = Engine::new(
         store,

@@ -385,12 +385,12 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use executor_store::{IntegrationRecord, SqliteStore};
+    use executor_store::{IntegrationRecord, SqlStore};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn warm_up_builds_the_http_clients_only_once_an_integration_exists() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
+        let store = Arc::new(SqlStore::open(dir.path()).await.unwrap());
         let scope = executor_store::Scope::local("warm-up-test");
         let engine = Engine::new(
             store.clone(),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use executor_core::Owner;
 use executor_engine::{Caller, Engine, EngineConfig, ExecutionOutcome};
 use executor_store::{
-    ConnectionKey, ConnectionRecord, IntegrationRecord, Scope, SqliteStore, Store, ToolRecord,
+    ConnectionKey, ConnectionRecord, IntegrationRecord, Scope, SqlStore, Store, ToolRecord,
 };
 use serde_json::{Value, json};
 
@@ -50,7 +50,7 @@ const VERBS: [&str; 20] = [
 
 async fn seeded_engine() -> (Engine, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
+    let store = Arc::new(SqlStore::open(dir.path()).await.unwrap());
     let scope = Scope::local("catalog-test");
     for slug in INTEGRATIONS {
         store

@@ -2,7 +2,7 @@
 //!
 //! Integrations (tenant-scoped catalog rows), connections (saved credentials per integration and
 //! owner), the tools produced per connection with their shared schema definitions, and a
-//! provisional secret table. [`SqliteStore`] is the embedded implementation (one `data.db` in WAL
+//! provisional secret table. [`SqlStore`] is the embedded implementation (one `data.db` in WAL
 //! mode under the data directory, guarded by an exclusive owner lock); the trait leaves room for
 //! a PostgreSQL implementation.
 //!
@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 mod executions;
 mod lock;
-mod sqlite;
+mod sql;
 mod toolkits;
 mod vault;
 
@@ -25,7 +25,7 @@ pub use executions::{
     ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionStore,
     ExecutionSummary,
 };
-pub use sqlite::{DataDirLock, SqliteStore};
+pub use sql::{Backend, DataDirLock, SqlStore};
 pub use toolkits::{ToolkitEntryKind, ToolkitEntryRecord, ToolkitRecord, ToolkitStore};
 pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 
@@ -333,6 +333,13 @@ fn locked_message(path: &std::path::Path, holder_hint: Option<&str>) -> String {
 /// Executions and their journals are in the [`ExecutionStore`] supertrait, toolkits in
 /// [`ToolkitStore`].
 pub trait Store: ExecutionStore + ToolkitStore + Send + Sync + 'static {
+    /// A counter that moves when another process sharing the database changed what a catalog
+    /// or a policy set resolves to (PostgreSQL replicas). `None` when this process is the
+    /// database's only writer (SQLite), whose own writes are all it needs to know of.
+    fn catalog_changes(&self) -> Option<tokio::sync::watch::Receiver<i64>> {
+        None
+    }
+
     /// Whether any tenant has an integration (the engine warms its upstream clients only then).
     async fn any_integration(&self) -> Result<bool>;
     /// Integrations of the tenant, ordered by slug.

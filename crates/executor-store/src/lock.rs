@@ -27,7 +27,7 @@ impl OwnerLock {
             .truncate(false)
             .mode(0o600)
             .open(&path)?;
-        crate::sqlite::tighten_file(&path)?;
+        crate::sql::tighten_file(&path)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {

@@ -80,7 +80,7 @@ impl MasterKey {
     fn from_file(path: &Path) -> Result<Self> {
         match std::fs::read_to_string(path) {
             Ok(text) => {
-                crate::sqlite::tighten_file(path)?;
+                crate::sql::tighten_file(path)?;
                 Self::parse(&text).map_err(|_| {
                 StoreError::Config(format!(
                     "the key file {} is not a 32-byte key; restore it from a backup, or move the data directory aside to start afresh",

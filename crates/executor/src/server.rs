@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use executor_engine::{Caller, Engine, EngineConfig, JsThreads, ProvidersConfig};
-use executor_store::{DataDirLock, SqliteStore, StoreError};
+use executor_store::{DataDirLock, SqlStore, StoreError};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
@@ -76,7 +76,7 @@ fn local_caller(scope_dir: &Path) -> Caller {
 
 /// The data directory opened by this process: the store (owner lock held) and its engine.
 pub(crate) struct Opened {
-    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) store: Arc<SqlStore>,
     pub(crate) engine: Engine,
     /// Who this process acts for: the local owner of the scope directory's tenant.
     pub(crate) caller: Caller,
@@ -90,7 +90,7 @@ pub(crate) enum OpenError {
 
 /// Takes the data directory's owner lock (creating the directory 0700), touching no database.
 pub(crate) fn lock_data_dir(data_dir: &Path) -> Result<DataDirLock, OpenError> {
-    match SqliteStore::lock_data_dir(data_dir) {
+    match SqlStore::lock_data_dir(data_dir) {
         Ok(lock) => Ok(lock),
         Err(e @ StoreError::Locked { .. }) => Err(OpenError::Locked(e)),
         Err(e) => Err(OpenError::Other(anyhow::Error::new(e).context(format!(
@@ -131,7 +131,7 @@ pub(crate) async fn open_engine_locked(
     pause_ttl: Duration,
     calls: executor_engine::CallLimitsConfig,
 ) -> Result<Opened, OpenError> {
-    let store = match SqliteStore::open_with_lock(data_dir, lock).await {
+    let store = match SqlStore::open_with_lock(data_dir, lock).await {
         Ok(store) => Arc::new(store),
         Err(e) => {
             return Err(OpenError::Other(anyhow::Error::new(e).context(format!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use executor_engine::{Engine, EngineConfig};
 use executor_mcp::testing::{StatefulMcpServer, serve_stateful};
-use executor_store::SqliteStore;
+use executor_store::SqlStore;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -18,7 +18,7 @@ struct Server {
     base: String,
     http: reqwest::Client,
     engine: Engine,
-    store: Arc<SqliteStore>,
+    store: Arc<SqlStore>,
     shutdown: CancellationToken,
     served: tokio::task::JoinHandle<std::io::Result<()>>,
     dir: PathBuf,
@@ -27,7 +27,7 @@ struct Server {
 
 impl Server {
     async fn start(dir: &Path, pause_ttl: Duration) -> Self {
-        let store = Arc::new(SqliteStore::open(dir).await.unwrap());
+        let store = Arc::new(SqlStore::open(dir).await.unwrap());
         let engine = Engine::new(
             store.clone(),
             EngineConfig {

@@ -367,7 +367,7 @@ async fn static_values_stored_in_clear_by_older_builds_are_sealed_at_start() {
     let fixture = serve_stateful().await;
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
     {
-        let store = executor_store::SqliteStore::open(dir.path()).await.unwrap();
+        let store = executor_store::SqlStore::open(dir.path()).await.unwrap();
         let now = 1_000;
         store
             .insert_integration(

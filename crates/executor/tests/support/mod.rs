@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use executor_engine::{Caller, Engine, EngineConfig};
 use executor_mcp::testing::StatefulMcpServer;
-use executor_store::SqliteStore;
+use executor_store::SqlStore;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -78,7 +78,7 @@ impl Harness {
         let dir = options
             .dir
             .unwrap_or_else(|| Arc::new(tempfile::tempdir().unwrap()));
-        let store = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
+        let store = Arc::new(SqlStore::open(dir.path()).await.unwrap());
         let caller = Caller::local("integration-test");
         let engine = Engine::new(
             store,
@@ -154,7 +154,7 @@ impl Harness {
         // The owner lock is released once the last engine clone (the draining server's) is gone.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
-            match SqliteStore::open(dir.path()).await {
+            match SqlStore::open(dir.path()).await {
                 Ok(store) => {
                     store.close().await;
                     break;

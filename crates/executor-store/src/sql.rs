@@ -1,24 +1,26 @@
-//! The embedded SQLite implementation of [`Store`].
+//! The SQL implementation of [`Store`]: the embedded SQLite file, or a shared PostgreSQL
+//! database. One set of statements serves both (through sqlx's `Any` driver); [`Backend`] holds
+//! what differs.
 
+mod backend;
 mod executions;
+mod postgres;
 mod toolkits;
 
 use std::path::Path;
-use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use executor_core::{Owner, ToolAddress, now_ms};
 use serde_json::{Map, Value, json};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
-};
-use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{Any, AnyPool, Executor as _, Row, Transaction};
+
+pub use backend::Backend;
 
 use crate::lock::OwnerLock;
 use crate::{
-    ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
+    SECRET_KEY_ENV, ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
     OAuthClientRecord, OAuthSessionRecord, PolicyRecord, Result, SCHEMA_VERSION, Scope, Store,
     StoreError, ToolFilter, ToolRecord, ToolSummary,
 };
@@ -33,7 +35,8 @@ const READ_CONNECTIONS: u32 = 4;
 /// `last_health.detail` prefix written by [`Store::mark_sync_failed`].
 const SYNC_FAILURE_PREFIX: &str = "Tool sync failing:";
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 macro_rules! integration_cols {
     () => {
@@ -84,18 +87,63 @@ macro_rules! conn_key {
 // After the macros, which it uses.
 mod oauth;
 
-/// SQLite persistence: `<data_dir>/data.db` (WAL) guarded by `<data_dir>/data.db.owner-lock`.
+/// SQL persistence. On SQLite: `<data_dir>/data.db` (WAL) guarded by
+/// `<data_dir>/data.db.owner-lock`. On PostgreSQL: a database any number of replicas share.
 #[derive(Debug)]
-pub struct SqliteStore {
-    reader: SqlitePool,
-    writer: SqlitePool,
-    /// Held for the life of the store; released on drop.
+pub struct SqlStore {
+    backend: Backend,
+    reader: AnyPool,
+    writer: AnyPool,
+    /// Held for the life of the store; released on drop (SQLite only).
     lock: Option<OwnerLock>,
     /// Seals credential values.
     key: MasterKey,
+    /// Other replicas' writes, as they are announced (PostgreSQL only).
+    changes: Option<postgres::Changes>,
 }
 
-impl SqliteStore {
+/// Registers the drivers `Any` dispatches to, once per process.
+fn install_drivers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        sqlx::any::install_drivers(&[sqlx::sqlite::any::DRIVER, sqlx::postgres::any::DRIVER])
+            .expect("sqlx drivers are installed once");
+    });
+}
+
+/// Set on every SQLite connection. WAL lets readers share the file with the one writer;
+/// `secure_delete` zeroes deleted and overwritten rows (old sealed secrets, plaintext from older
+/// builds) rather than leaving them in free pages. Foreign keys and the busy timeout are sqlx's
+/// defaults.
+const SQLITE_PRAGMAS: &str =
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON";
+
+fn sqlite_pool_options(max: u32) -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(BUSY_TIMEOUT)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute(SQLITE_PRAGMAS).await?;
+                Ok(())
+            })
+        })
+}
+
+/// The `sqlite://` URL of a database file (`?` and `#` in the path are escaped).
+fn sqlite_url(path: &Path) -> Result<String> {
+    const PATH: &percent_encoding::AsciiSet =
+        &percent_encoding::CONTROLS.add(b'%').add(b'?').add(b'#');
+    let text = path.to_str().ok_or_else(|| {
+        StoreError::Config(format!("the data directory {} is not UTF-8", path.display()))
+    })?;
+    Ok(format!(
+        "sqlite://{}?mode=rwc",
+        percent_encoding::utf8_percent_encode(text, PATH)
+    ))
+}
+
+impl SqlStore {
     /// Creates `data_dir` if needed, takes the owner lock `<data_dir>/data.db.owner-lock`
     /// (exclusive, non-blocking: a second owner fails at once with [`StoreError::Locked`]), opens
     /// `<data_dir>/data.db` with WAL, foreign keys, a busy timeout and `synchronous=NORMAL`, checks
@@ -104,18 +152,18 @@ impl SqliteStore {
     ///
     /// Secrets are sealed with [`MasterKey::load`] (`EXECUTOR_SECRET_KEY`, else
     /// `<data_dir>/secret.key`).
-    pub async fn open(data_dir: &Path) -> Result<SqliteStore> {
+    pub async fn open(data_dir: &Path) -> Result<SqlStore> {
         let lock = Self::lock_data_dir(data_dir)?;
         Self::open_with_lock(data_dir, lock).await
     }
 
-    /// [`SqliteStore::open`] with a given master key.
-    pub async fn open_with_key(data_dir: &Path, key: MasterKey) -> Result<SqliteStore> {
+    /// [`SqlStore::open`] with a given master key.
+    pub async fn open_with_key(data_dir: &Path, key: MasterKey) -> Result<SqlStore> {
         let lock = Self::lock_data_dir(data_dir)?;
         Self::open_locked(data_dir, lock.0, key).await
     }
 
-    /// The first half of [`SqliteStore::open`]: creates `data_dir` (0700; an existing one with
+    /// The first half of [`SqlStore::open`]: creates `data_dir` (0700; an existing one with
     /// looser permissions is tightened) and takes its owner lock, touching no database, so a
     /// caller can check what else it needs (a port) before migrations run.
     pub fn lock_data_dir(data_dir: &Path) -> Result<DataDirLock> {
@@ -123,70 +171,87 @@ impl SqliteStore {
         Ok(DataDirLock(OwnerLock::acquire(data_dir)?))
     }
 
-    /// The second half of [`SqliteStore::open`]: the master key, the database and migrations.
-    pub async fn open_with_lock(data_dir: &Path, lock: DataDirLock) -> Result<SqliteStore> {
+    /// The second half of [`SqlStore::open`]: the master key, the database and migrations.
+    pub async fn open_with_lock(data_dir: &Path, lock: DataDirLock) -> Result<SqlStore> {
         let key = MasterKey::load(data_dir)?;
         Self::open_locked(data_dir, lock.0, key).await
     }
 
-    async fn open_locked(data_dir: &Path, lock: OwnerLock, key: MasterKey) -> Result<SqliteStore> {
+    async fn open_locked(data_dir: &Path, lock: OwnerLock, key: MasterKey) -> Result<SqlStore> {
+        install_drivers();
+        let file = data_dir.join(DB_FILE);
         // SQLite gives the `-wal` and `-shm` files the main file's mode, whatever the umask.
-        private_file(&data_dir.join(DB_FILE))?;
+        private_file(&file)?;
         for suffix in ["-wal", "-shm"] {
             tighten_file(&data_dir.join(format!("{DB_FILE}{suffix}")))?;
         }
-        let options = SqliteConnectOptions::new()
-            .filename(data_dir.join(DB_FILE))
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .foreign_keys(true)
-            .busy_timeout(BUSY_TIMEOUT)
-            .synchronous(SqliteSynchronous::Normal)
-            // Deleted and overwritten rows (old sealed secrets, plaintext from older builds) are
-            // zeroed rather than left in free pages.
-            .pragma("secure_delete", "ON");
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(options.clone())
-            .await?;
-        if let Err(e) = prepare_schema(&writer).await {
-            writer.close().await;
-            return Err(e);
-        }
-        if let Err(e) = seal_plaintext_secrets(&writer, &key).await {
-            writer.close().await;
-            return Err(e);
-        }
-        let reader = SqlitePoolOptions::new()
-            .max_connections(READ_CONNECTIONS)
-            .connect_with(options)
-            .await?;
-        Ok(SqliteStore {
-            reader,
+        let url = sqlite_url(&file)?;
+        let writer = sqlite_pool_options(1).connect(&url).await?;
+        let mut store = SqlStore {
+            backend: Backend::Sqlite,
+            reader: writer.clone(),
             writer,
             lock: Some(lock),
             key,
-        })
+            changes: None,
+        };
+        if let Err(e) = store.prepare().await {
+            store.writer.close().await;
+            return Err(e);
+        }
+        store.reader = sqlite_pool_options(READ_CONNECTIONS).connect(&url).await?;
+        Ok(store)
     }
 
     /// A private in-memory database (tests). No owner lock.
-    pub async fn open_in_memory() -> Result<SqliteStore> {
-        let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
+    pub async fn open_in_memory() -> Result<SqlStore> {
+        install_drivers();
         // One connection that is never recycled: the database lives and dies with it.
-        let pool = SqlitePoolOptions::new()
+        let pool = AnyPoolOptions::new()
             .max_connections(1)
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
-            .connect_with(options)
+            .connect("sqlite::memory:")
             .await?;
-        prepare_schema(&pool).await?;
-        Ok(SqliteStore {
+        let store = SqlStore {
+            backend: Backend::Sqlite,
             reader: pool.clone(),
             writer: pool,
             lock: None,
             key: MasterKey::generate(),
-        })
+            changes: None,
+        };
+        store.prepare().await?;
+        Ok(store)
+    }
+
+    /// Connects to the PostgreSQL database at `url` (`postgres://…`), runs its migrations once
+    /// across replicas (under sqlx's migration lock), checks that `key` opens the secrets
+    /// already sealed there, and listens for other replicas' writes. No owner lock: any number
+    /// of processes share the database.
+    pub async fn connect_postgres(url: &str, key: MasterKey) -> Result<SqlStore> {
+        install_drivers();
+        let pool = postgres::pool(url).await?;
+        let store = SqlStore {
+            backend: Backend::Postgres,
+            reader: pool.clone(),
+            writer: pool,
+            lock: None,
+            key,
+            changes: Some(postgres::Changes::listen(url).await?),
+        };
+        if let Err(e) = store.prepare().await {
+            store.writer.close().await;
+            return Err(e);
+        }
+        store.check_key().await?;
+        Ok(store)
+    }
+
+    /// Which database this store speaks to.
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 
     /// Closes the pools (checkpointing the WAL) and then releases the owner lock.
@@ -196,13 +261,38 @@ impl SqliteStore {
         drop(self.lock.take());
     }
 
-    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    /// A write transaction. SQLite: `BEGIN IMMEDIATE` on the one writer connection, so writers
+    /// queue in-process. PostgreSQL: writes of one tenant's catalog queue on an advisory lock,
+    /// so two replicas replacing one connection's tools do not interleave.
+    async fn begin_write(&self, tenant: &str) -> Result<Transaction<'static, Any>> {
+        match self.backend {
+            Backend::Sqlite => Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?),
+            Backend::Postgres => {
+                let mut tx = self.writer.begin().await?;
+                postgres::lock_tenant(&mut tx, tenant).await?;
+                Ok(tx)
+            }
+        }
+    }
+
+    /// A transaction of execution rows: SQLite's one writer, PostgreSQL's pool (executions are
+    /// keyed by id, so no lock is needed across replicas).
+    async fn begin_journal(&self) -> Result<Transaction<'static, Any>> {
+        match self.backend {
+            Backend::Sqlite => Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?),
+            Backend::Postgres => Ok(self.writer.begin().await?),
+        }
+    }
+
+    /// Schema guard and migrations, then the secrets older builds left in plaintext.
+    async fn prepare(&self) -> Result<()> {
+        self.prepare_schema().await?;
+        self.seal_plaintext_secrets().await
     }
 }
 
-/// The owner lock of a data directory, taken by [`SqliteStore::lock_data_dir`] and handed to
-/// [`SqliteStore::open_with_lock`]; dropping it releases the directory.
+/// The owner lock of a data directory, taken by [`SqlStore::lock_data_dir`] and handed to
+/// [`SqlStore::open_with_lock`]; dropping it releases the directory.
 #[derive(Debug)]
 pub struct DataDirLock(OwnerLock);
 
@@ -264,54 +354,118 @@ pub(crate) fn tighten_file(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Schema-version guard, then migrations, then stamp the version.
-async fn prepare_schema(pool: &SqlitePool) -> Result<()> {
-    let found = stored_schema_version(pool).await?;
-    if let Some(found) = found
-        && found > SCHEMA_VERSION
-    {
-        return Err(StoreError::NewerSchema {
-            found,
-            supported: SCHEMA_VERSION,
-        });
+impl SqlStore {
+    /// Schema-version guard, then migrations, then stamp the version.
+    async fn prepare_schema(&self) -> Result<()> {
+        let found = self.stored_schema_version().await?;
+        if let Some(found) = found
+            && found > SCHEMA_VERSION
+        {
+            return Err(StoreError::NewerSchema {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        match self.backend {
+            Backend::Sqlite => SQLITE_MIGRATOR.run(&self.writer).await?,
+            Backend::Postgres => POSTGRES_MIGRATOR.run(&self.writer).await?,
+        }
+        sqlx::query(self.backend.sql(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        ))
+        .bind(SCHEMA_VERSION.to_string())
+        .execute(&self.writer)
+        .await?;
+        if found != Some(SCHEMA_VERSION) {
+            tracing::info!(
+                from = ?found,
+                to = SCHEMA_VERSION,
+                "store schema migrated"
+            );
+        }
+        Ok(())
     }
-    MIGRATOR.run(pool).await?;
-    sqlx::query(
-        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) \
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    )
-    .bind(SCHEMA_VERSION.to_string())
-    .execute(pool)
-    .await?;
-    if found != Some(SCHEMA_VERSION) {
-        tracing::info!(
-            from = ?found,
-            to = SCHEMA_VERSION,
-            "store schema migrated"
-        );
-    }
-    Ok(())
-}
 
-async fn stored_schema_version(pool: &SqlitePool) -> Result<Option<i64>> {
-    let has_meta: Option<String> =
-        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
-            .fetch_optional(pool)
-            .await?;
-    if has_meta.is_none() {
-        return Ok(None);
+    async fn stored_schema_version(&self) -> Result<Option<i64>> {
+        let has_meta: Option<String> = match self.backend {
+            Backend::Sqlite => {
+                sqlx::query_scalar(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                )
+                .fetch_optional(&self.writer)
+                .await?
+            }
+            Backend::Postgres => {
+                sqlx::query_scalar("SELECT to_regclass('meta')::text")
+                    .fetch_one(&self.writer)
+                    .await?
+            }
+        };
+        if has_meta.is_none() {
+            return Ok(None);
+        }
+        let value: Option<String> =
+            sqlx::query_scalar("SELECT value FROM meta WHERE key = 'schema_version'")
+                .fetch_optional(&self.writer)
+                .await?;
+        value
+            .map(|v| {
+                v.trim()
+                    .parse::<i64>()
+                    .map_err(|_| StoreError::Corrupt(format!("schema_version {v:?}")))
+            })
+            .transpose()
     }
-    let value: Option<String> =
-        sqlx::query_scalar("SELECT value FROM meta WHERE key = 'schema_version'")
-            .fetch_optional(pool)
+
+    /// Seals values written in plaintext by builds before the vault, in one transaction.
+    async fn seal_plaintext_secrets(&self) -> Result<()> {
+        let rows: Vec<(String, String, String)> = sqlx::query_as(self.backend.sql(
+            "SELECT tenant, item_id, value FROM secret WHERE substr(value, 1, 3) <> 'v1:'",
+        ))
+        .fetch_all(&self.writer)
+        .await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.writer.begin().await?;
+        for (tenant, item_id, value) in &rows {
+            sqlx::query(
+                self.backend
+                    .sql("UPDATE secret SET value = ? WHERE tenant = ? AND item_id = ?"),
+            )
+            .bind(self.key.seal(tenant, item_id, value)?)
+            .bind(tenant)
+            .bind(item_id)
+            .execute(&mut *tx)
             .await?;
-    value
-        .map(|v| {
-            v.trim()
-                .parse::<i64>()
-                .map_err(|_| StoreError::Corrupt(format!("schema_version {v:?}")))
-        })
-        .transpose()
+        }
+        tx.commit().await?;
+        tracing::info!(
+            count = rows.len(),
+            "sealed plaintext secrets from an older build"
+        );
+        Ok(())
+    }
+
+    /// Refuses a key that cannot open the secrets already in the database: a deployment whose
+    /// replicas disagree on `EXECUTOR_SECRET_KEY` fails at start, not at its first call.
+    async fn check_key(&self) -> Result<()> {
+        let row: Option<(String, String, String)> = sqlx::query_as(
+            "SELECT tenant, item_id, value FROM secret ORDER BY updated_at DESC LIMIT 1",
+        )
+        .fetch_optional(&self.reader)
+        .await?;
+        if let Some((tenant, item_id, value)) = row
+            && self.key.open(&tenant, &item_id, &value).is_err()
+        {
+            return Err(StoreError::Config(format!(
+                "{SECRET_KEY_ENV} does not open the secrets already in this database: \
+                 every replica needs the key the first one was started with"
+            )));
+        }
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,12 +490,12 @@ fn to_json(value: &Value) -> Result<String> {
 
 /// Binds a connection row's columns (`connection_cols!`, after tenant and subject) to `query`.
 fn bind_connection<'q>(
-    query: sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>,
+    query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>,
     scope: &'q Scope,
     subject: &'q str,
     rec: &'q ConnectionRecord,
     created: i64,
-) -> Result<sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>> {
+) -> Result<sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>> {
     Ok(query
         .bind(&scope.tenant)
         .bind(subject)
@@ -368,22 +522,22 @@ fn opt_to_json(value: Option<&Value>) -> Result<Option<String>> {
     value.map(to_json).transpose()
 }
 
-fn integration_from_row(row: &SqliteRow) -> Result<IntegrationRecord> {
+fn integration_from_row(row: &AnyRow) -> Result<IntegrationRecord> {
     Ok(IntegrationRecord {
         slug: row.try_get("slug")?,
         plugin_id: row.try_get("plugin_id")?,
         name: row.try_get("name")?,
         description: row.try_get("description")?,
         config: parse_json(row.try_get::<&str, _>("config")?)?,
-        can_remove: row.try_get("can_remove")?,
-        can_refresh: row.try_get("can_refresh")?,
+        can_remove: flag(row, "can_remove")?,
+        can_refresh: flag(row, "can_refresh")?,
         config_revised_at: row.try_get("config_revised_at")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
 }
 
-fn connection_from_row(row: &SqliteRow) -> Result<ConnectionRecord> {
+fn connection_from_row(row: &AnyRow) -> Result<ConnectionRecord> {
     Ok(ConnectionRecord {
         owner: parse_owner(row.try_get("owner")?)?,
         integration: row.try_get("integration")?,
@@ -402,7 +556,7 @@ fn connection_from_row(row: &SqliteRow) -> Result<ConnectionRecord> {
     })
 }
 
-fn tool_summary_from_row(row: &SqliteRow) -> Result<ToolSummary> {
+fn tool_summary_from_row(row: &AnyRow) -> Result<ToolSummary> {
     Ok(ToolSummary {
         integration: row.try_get("integration")?,
         owner: parse_owner(row.try_get("owner")?)?,
@@ -414,7 +568,7 @@ fn tool_summary_from_row(row: &SqliteRow) -> Result<ToolSummary> {
     })
 }
 
-fn tool_from_row(row: &SqliteRow) -> Result<ToolRecord> {
+fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
     let summary = tool_summary_from_row(row)?;
     Ok(ToolRecord {
         integration: summary.integration,
@@ -430,31 +584,9 @@ fn tool_from_row(row: &SqliteRow) -> Result<ToolRecord> {
     })
 }
 
-/// Seals values written in plaintext by builds before the vault, in one transaction.
-async fn seal_plaintext_secrets(pool: &SqlitePool, key: &MasterKey) -> Result<()> {
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT tenant, item_id, value FROM secret WHERE substr(value, 1, 3) <> 'v1:'",
-    )
-    .fetch_all(pool)
-    .await?;
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let mut tx = pool.begin().await?;
-    for (tenant, item_id, value) in &rows {
-        sqlx::query("UPDATE secret SET value = ? WHERE tenant = ? AND item_id = ?")
-            .bind(key.seal(tenant, item_id, value)?)
-            .bind(tenant)
-            .bind(item_id)
-            .execute(&mut *tx)
-            .await?;
-    }
-    tx.commit().await?;
-    tracing::info!(
-        count = rows.len(),
-        "sealed plaintext secrets from an older build"
-    );
-    Ok(())
+/// A 0/1 column as a bool (both backends store flags as integers).
+pub(crate) fn flag(row: &AnyRow, column: &str) -> Result<bool> {
+    Ok(row.try_get::<i64, _>(column)? != 0)
 }
 
 /// A record timestamp, or now when the caller left it at zero.
@@ -463,14 +595,14 @@ fn stamp(ms: i64) -> i64 {
 }
 
 /// The `owner` column of a row of `what` (`policy`, `toolkit`).
-fn owner_col(row: &SqliteRow, what: &str) -> Result<Owner> {
+fn owner_col(row: &AnyRow, what: &str) -> Result<Owner> {
     let owner: String = row.try_get("owner")?;
     owner
         .parse()
         .map_err(|_| StoreError::Corrupt(format!("{what} owner {owner:?}")))
 }
 
-fn policy_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PolicyRecord> {
+fn policy_from_row(row: &AnyRow) -> Result<PolicyRecord> {
     Ok(PolicyRecord {
         id: row.try_get("id")?,
         owner: owner_col(row, "policy")?,
@@ -491,25 +623,26 @@ fn policy_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PolicyRecord> {
 /// An `INSERT … integration` statement (plain or upsert) with a record's columns bound, in
 /// `integration_cols!` order after the tenant.
 fn bind_integration<'q>(
+    backend: Backend,
     sql: &'static str,
     scope: &'q Scope,
     rec: &'q IntegrationRecord,
-) -> Result<sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>> {
+) -> Result<sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>> {
     let created = stamp(rec.created_at);
     let updated = if rec.updated_at == 0 {
         created
     } else {
         rec.updated_at
     };
-    Ok(sqlx::query(sql)
+    Ok(sqlx::query(backend.sql(sql))
         .bind(&scope.tenant)
         .bind(&rec.slug)
         .bind(&rec.plugin_id)
         .bind(&rec.name)
         .bind(&rec.description)
         .bind(to_json(&rec.config)?)
-        .bind(rec.can_remove)
-        .bind(rec.can_refresh)
+        .bind(i64::from(rec.can_remove))
+        .bind(i64::from(rec.can_refresh))
         .bind(rec.config_revised_at)
         .bind(created)
         .bind(updated))
@@ -528,20 +661,24 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 // Store
 
 #[async_trait]
-impl Store for SqliteStore {
+impl Store for SqlStore {
+    fn catalog_changes(&self) -> Option<tokio::sync::watch::Receiver<i64>> {
+        self.changes.as_ref().map(postgres::Changes::subscribe)
+    }
+
     async fn any_integration(&self) -> Result<bool> {
-        let row = sqlx::query("SELECT EXISTS (SELECT 1 FROM integration)")
+        let row = sqlx::query(self.backend.sql("SELECT EXISTS (SELECT 1 FROM integration)"))
             .fetch_one(&self.reader)
             .await?;
         Ok(row.try_get::<i64, _>(0)? != 0)
     }
 
     async fn list_integrations(&self, scope: &Scope) -> Result<Vec<IntegrationRecord>> {
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query(self.backend.sql(concat!(
             "SELECT ",
             integration_cols!(),
             " FROM integration WHERE tenant = ? ORDER BY slug"
-        ))
+        )))
         .bind(&scope.tenant)
         .fetch_all(&self.reader)
         .await?;
@@ -553,11 +690,11 @@ impl Store for SqliteStore {
         scope: &Scope,
         slug: &str,
     ) -> Result<Option<IntegrationRecord>> {
-        let row = sqlx::query(concat!(
+        let row = sqlx::query(self.backend.sql(concat!(
             "SELECT ",
             integration_cols!(),
             " FROM integration WHERE tenant = ? AND slug = ?"
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(slug)
         .fetch_optional(&self.reader)
@@ -567,6 +704,7 @@ impl Store for SqliteStore {
 
     async fn insert_integration(&self, scope: &Scope, rec: &IntegrationRecord) -> Result<()> {
         let result = bind_integration(
+            self.backend,
             concat!(
                 "INSERT INTO integration (tenant, ",
                 integration_cols!(),
@@ -586,6 +724,7 @@ impl Store for SqliteStore {
 
     async fn upsert_integration(&self, scope: &Scope, rec: &IntegrationRecord) -> Result<()> {
         bind_integration(
+            self.backend,
             concat!(
                 "INSERT INTO integration (tenant, ",
                 integration_cols!(),
@@ -611,12 +750,12 @@ impl Store for SqliteStore {
         name: Option<String>,
         description: Option<String>,
     ) -> Result<Option<IntegrationRecord>> {
-        let row = sqlx::query(concat!(
+        let row = sqlx::query(self.backend.sql(concat!(
             "UPDATE integration SET name = coalesce(?, name), \
              description = coalesce(?, description), updated_at = ? \
              WHERE tenant = ? AND slug = ? RETURNING ",
             integration_cols!()
-        ))
+        )))
         .bind(name)
         .bind(description)
         .bind(now_ms())
@@ -628,19 +767,19 @@ impl Store for SqliteStore {
     }
 
     async fn delete_integration(&self, scope: &Scope, slug: &str) -> Result<bool> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_write(&scope.tenant).await?;
         for sql in [
             "DELETE FROM tool WHERE tenant = ? AND integration = ?",
             "DELETE FROM definition WHERE tenant = ? AND integration = ?",
             "DELETE FROM connection WHERE tenant = ? AND integration = ?",
         ] {
-            sqlx::query(sql)
+            sqlx::query(self.backend.sql(sql))
                 .bind(&scope.tenant)
                 .bind(slug)
                 .execute(&mut *tx)
                 .await?;
         }
-        let deleted = sqlx::query("DELETE FROM integration WHERE tenant = ? AND slug = ?")
+        let deleted = sqlx::query(self.backend.sql("DELETE FROM integration WHERE tenant = ? AND slug = ?"))
             .bind(&scope.tenant)
             .bind(slug)
             .execute(&mut *tx)
@@ -656,14 +795,14 @@ impl Store for SqliteStore {
         integration: Option<&str>,
         owner: Option<Owner>,
     ) -> Result<Vec<ConnectionRecord>> {
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query(self.backend.sql(concat!(
             "SELECT ",
             connection_read_cols!(),
             " FROM connection WHERE ",
             visible!(),
             " AND (?3 IS NULL OR integration = ?3) AND (?4 IS NULL OR owner = ?4) \
              ORDER BY integration, owner, name"
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(scope.subject.as_deref())
         .bind(integration)
@@ -681,12 +820,12 @@ impl Store for SqliteStore {
         let Some(subject) = scope.subject_for(key.owner) else {
             return Ok(None);
         };
-        let row = sqlx::query(concat!(
+        let row = sqlx::query(self.backend.sql(concat!(
             "SELECT ",
             connection_read_cols!(),
             " FROM connection WHERE ",
             conn_key!("name")
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(&key.integration)
         .bind(key.owner.as_str())
@@ -704,7 +843,7 @@ impl Store for SqliteStore {
     ) -> Result<ConnectionRecord> {
         let subject = write_subject(scope, rec.owner)?;
         let created = stamp(rec.created_at);
-        let query = sqlx::query(concat!(
+        let query = sqlx::query(self.backend.sql(concat!(
             "INSERT INTO connection (tenant, subject, ",
             connection_cols!(),
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
@@ -717,7 +856,7 @@ impl Store for SqliteStore {
                expires_at = excluded.expires_at, updated_at = excluded.updated_at \
              RETURNING ",
             connection_read_cols!()
-        ));
+        )));
         let row = bind_connection(query, scope, subject, rec, created)?
             .fetch_one(&self.writer)
             .await?;
@@ -731,12 +870,12 @@ impl Store for SqliteStore {
     ) -> Result<ConnectionRecord> {
         let subject = write_subject(scope, rec.owner)?;
         let created = stamp(rec.created_at);
-        let query = sqlx::query(concat!(
+        let query = sqlx::query(self.backend.sql(concat!(
             "INSERT INTO connection (tenant, subject, pending_create, ",
             connection_cols!(),
             ") VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ",
             connection_read_cols!()
-        ));
+        )));
         let row = bind_connection(query, scope, subject, rec, created)?
             .fetch_one(&self.writer)
             .await;
@@ -748,11 +887,11 @@ impl Store for SqliteStore {
     }
 
     async fn take_pending_connections(&self, scope: &Scope) -> Result<Vec<ConnectionRecord>> {
-        let mut tx = self.begin_write().await?;
-        let rows = sqlx::query(concat!(
+        let mut tx = self.begin_write(&scope.tenant).await?;
+        let rows = sqlx::query(self.backend.sql(concat!(
             "DELETE FROM connection WHERE tenant = ? AND pending_create = 1 RETURNING subject, ",
             connection_read_cols!()
-        ))
+        )))
         .bind(&scope.tenant)
         .fetch_all(&mut *tx)
         .await?;
@@ -764,7 +903,7 @@ impl Store for SqliteStore {
                 concat!("DELETE FROM tool WHERE ", conn_key!("connection")),
                 concat!("DELETE FROM definition WHERE ", conn_key!("connection")),
             ] {
-                sqlx::query(sql)
+                sqlx::query(self.backend.sql(sql))
                     .bind(&scope.tenant)
                     .bind(&record.integration)
                     .bind(record.owner.as_str())
@@ -789,7 +928,7 @@ impl Store for SqliteStore {
         let Some(subject) = scope.subject_for(key.owner) else {
             return Ok(None);
         };
-        let row = sqlx::query(concat!(
+        let row = sqlx::query(self.backend.sql(concat!(
             "UPDATE connection SET \
                description = CASE WHEN ? THEN ? ELSE description END, \
                identity_label = CASE WHEN ? THEN ? ELSE identity_label END, \
@@ -798,7 +937,7 @@ impl Store for SqliteStore {
             conn_key!("name"),
             " RETURNING ",
             connection_read_cols!()
-        ))
+        )))
         .bind(description.is_some())
         .bind(description.flatten())
         .bind(identity_label.is_some())
@@ -818,12 +957,12 @@ impl Store for SqliteStore {
         let Some(subject) = scope.subject_for(key.owner) else {
             return Ok(false);
         };
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_write(&scope.tenant).await?;
         for sql in [
             concat!("DELETE FROM tool WHERE ", conn_key!("connection")),
             concat!("DELETE FROM definition WHERE ", conn_key!("connection")),
         ] {
-            sqlx::query(sql)
+            sqlx::query(self.backend.sql(sql))
                 .bind(&scope.tenant)
                 .bind(&key.integration)
                 .bind(key.owner.as_str())
@@ -832,7 +971,7 @@ impl Store for SqliteStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        let deleted = sqlx::query(concat!("DELETE FROM connection WHERE ", conn_key!("name")))
+        let deleted = sqlx::query(self.backend.sql(concat!("DELETE FROM connection WHERE ", conn_key!("name"))))
             .bind(&scope.tenant)
             .bind(&key.integration)
             .bind(key.owner.as_str())
@@ -872,16 +1011,17 @@ impl Store for SqliteStore {
             .collect::<Result<Vec<_>>>()?;
         let now = now_ms();
 
-        let mut tx = self.begin_write().await?;
-        let synced = sqlx::query(concat!(
+        let mut tx = self.begin_write(&scope.tenant).await?;
+        let synced = sqlx::query(self.backend.sql(format!(
             "UPDATE connection SET tools_synced_at = ?, pending_create = 0, \
                last_health = CASE \
                  WHEN last_health IS NOT NULL \
-                  AND substr(json_extract(last_health, '$.detail'), 1, ?) = ? THEN NULL \
+                  AND substr({}, 1, CAST(? AS INTEGER)) = ? THEN NULL \
                  ELSE last_health END \
-             WHERE ",
+             WHERE {}",
+            self.backend.json_text("last_health", "detail"),
             conn_key!("name")
-        ))
+        )))
         .bind(now)
         .bind(SYNC_FAILURE_PREFIX.len() as i64)
         .bind(SYNC_FAILURE_PREFIX)
@@ -901,7 +1041,7 @@ impl Store for SqliteStore {
             concat!("DELETE FROM tool WHERE ", conn_key!("connection")),
             concat!("DELETE FROM definition WHERE ", conn_key!("connection")),
         ] {
-            sqlx::query(sql)
+            sqlx::query(self.backend.sql(sql))
                 .bind(&scope.tenant)
                 .bind(&key.integration)
                 .bind(key.owner.as_str())
@@ -911,11 +1051,11 @@ impl Store for SqliteStore {
                 .await?;
         }
         for (tool, annotations, input, output, binding) in tool_rows {
-            sqlx::query(
+            sqlx::query(self.backend.sql(
                 "INSERT INTO tool (tenant, integration, owner, subject, connection, name, \
                    plugin_id, description, annotations, input_schema, output_schema, binding) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
+            ))
             .bind(&scope.tenant)
             .bind(&key.integration)
             .bind(key.owner.as_str())
@@ -932,10 +1072,10 @@ impl Store for SqliteStore {
             .await?;
         }
         for (name, schema) in def_rows {
-            sqlx::query(
+            sqlx::query(self.backend.sql(
                 "INSERT INTO definition (tenant, integration, owner, subject, connection, name, \
                    schema) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            )
+            ))
             .bind(&scope.tenant)
             .bind(&key.integration)
             .bind(key.owner.as_str())
@@ -965,10 +1105,10 @@ impl Store for SqliteStore {
             "detail": format!("{SYNC_FAILURE_PREFIX} {reason}"),
             "checkedAt": now,
         });
-        sqlx::query(concat!(
+        sqlx::query(self.backend.sql(concat!(
             "UPDATE connection SET tools_synced_at = ?, last_health = ?, pending_create = 0 WHERE ",
             conn_key!("name")
-        ))
+        )))
         .bind(now)
         .bind(to_json(&health)?)
         .bind(&scope.tenant)
@@ -985,10 +1125,10 @@ impl Store for SqliteStore {
         let Some(subject) = scope.subject_for(key.owner) else {
             return Ok(());
         };
-        sqlx::query(concat!(
+        sqlx::query(self.backend.sql(concat!(
             "UPDATE connection SET tools_synced_at = NULL WHERE ",
             conn_key!("name")
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(&key.integration)
         .bind(key.owner.as_str())
@@ -1025,7 +1165,12 @@ impl Store for SqliteStore {
         let mut needle_in_rust = None;
         if let Some(query) = filter.query.as_deref().filter(|q| !q.is_empty()) {
             if query.is_ascii() {
-                sql.push_str(" AND instr(lower(name || ' ' || description), ?) > 0");
+                sql.push_str(" AND ");
+                sql.push_str(
+                    &self
+                        .backend
+                        .contains_bound("lower(name || ' ' || description)"),
+                );
                 binds.push(Some(query.to_ascii_lowercase()));
             } else {
                 needle_in_rust = Some(query.to_lowercase());
@@ -1033,7 +1178,7 @@ impl Store for SqliteStore {
         }
         sql.push_str(" ORDER BY integration, owner, connection, name");
 
-        let mut q = sqlx::query(AssertSqlSafe(sql));
+        let mut q = sqlx::query(self.backend.sql(sql));
         for bind in binds {
             q = q.bind(bind);
         }
@@ -1056,13 +1201,13 @@ impl Store for SqliteStore {
         let Some(subject) = scope.subject_for(address.owner) else {
             return Ok(None);
         };
-        let row = sqlx::query(concat!(
+        let row = sqlx::query(self.backend.sql(concat!(
             "SELECT ",
             tool_summary_cols!(),
             ", input_schema, output_schema, binding FROM tool WHERE ",
             conn_key!("connection"),
             " AND name = ?"
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(&address.integration)
         .bind(address.owner.as_str())
@@ -1083,11 +1228,11 @@ impl Store for SqliteStore {
         let Some(subject) = scope.subject_for(key.owner) else {
             return Ok(out);
         };
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query(self.backend.sql(concat!(
             "SELECT name, schema FROM definition WHERE ",
             conn_key!("connection"),
             " ORDER BY row_id"
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(&key.integration)
         .bind(key.owner.as_str())
@@ -1104,10 +1249,10 @@ impl Store for SqliteStore {
     }
 
     async fn list_policies(&self, scope: &Scope) -> Result<Vec<PolicyRecord>> {
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query(self.backend.sql(concat!(
             "SELECT id, owner, pattern, action, position, created_at, updated_at, author FROM tool_policy WHERE ",
             visible!()
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(scope.subject.as_deref())
         .fetch_all(&self.reader)
@@ -1117,10 +1262,10 @@ impl Store for SqliteStore {
 
     async fn insert_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<()> {
         let subject = write_subject(scope, rec.owner)?;
-        let result = sqlx::query(
+        let result = sqlx::query(self.backend.sql(
             "INSERT INTO tool_policy (tenant, owner, subject, id, pattern, action, position, created_at, updated_at, author) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
+        ))
         .bind(&scope.tenant)
         .bind(rec.owner.as_str())
         .bind(subject)
@@ -1148,11 +1293,11 @@ impl Store for SqliteStore {
         let Some(subject) = scope.subject_for(rec.owner) else {
             return Ok(None);
         };
-        let row = sqlx::query(
+        let row = sqlx::query(self.backend.sql(
             "UPDATE tool_policy SET pattern = ?, action = ?, position = ?, updated_at = ? \
              WHERE tenant = ? AND owner = ? AND subject = ? AND id = ? \
              RETURNING id, owner, pattern, action, position, created_at, updated_at, author",
-        )
+        ))
         .bind(&rec.pattern)
         .bind(&rec.action)
         .bind(&rec.position)
@@ -1170,9 +1315,9 @@ impl Store for SqliteStore {
         let Some(subject) = scope.subject_for(owner) else {
             return Ok(false);
         };
-        let done = sqlx::query(
+        let done = sqlx::query(self.backend.sql(
             "DELETE FROM tool_policy WHERE tenant = ? AND owner = ? AND subject = ? AND id = ?",
-        )
+        ))
         .bind(&scope.tenant)
         .bind(owner.as_str())
         .bind(subject)
@@ -1188,10 +1333,10 @@ impl Store for SqliteStore {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        sqlx::query(
+        sqlx::query(self.backend.sql(
             "INSERT INTO blob (tenant, hash, value, created_at) VALUES (?, ?, ?, ?) \
              ON CONFLICT (tenant, hash) DO NOTHING",
-        )
+        ))
         .bind(&scope.tenant)
         .bind(&hash)
         .bind(value)
@@ -1203,7 +1348,7 @@ impl Store for SqliteStore {
 
     async fn get_blob(&self, scope: &Scope, hash: &str) -> Result<Option<Vec<u8>>> {
         Ok(
-            sqlx::query_scalar("SELECT value FROM blob WHERE tenant = ? AND hash = ?")
+            sqlx::query_scalar(self.backend.sql("SELECT value FROM blob WHERE tenant = ? AND hash = ?"))
                 .bind(&scope.tenant)
                 .bind(hash)
                 .fetch_optional(&self.reader)
@@ -1212,7 +1357,7 @@ impl Store for SqliteStore {
     }
 
     async fn delete_blob(&self, scope: &Scope, hash: &str) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM blob WHERE tenant = ? AND hash = ?")
+        let done = sqlx::query(self.backend.sql("DELETE FROM blob WHERE tenant = ? AND hash = ?"))
             .bind(&scope.tenant)
             .bind(hash)
             .execute(&self.writer)
@@ -1222,12 +1367,12 @@ impl Store for SqliteStore {
 
     async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()> {
         let now = now_ms();
-        sqlx::query(
+        sqlx::query(self.backend.sql(
             "INSERT INTO secret (tenant, item_id, value, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?) \
              ON CONFLICT (tenant, item_id) DO UPDATE SET \
                value = excluded.value, updated_at = excluded.updated_at",
-        )
+        ))
         .bind(&scope.tenant)
         .bind(item_id)
         .bind(self.key.seal(&scope.tenant, item_id, value)?)
@@ -1240,7 +1385,7 @@ impl Store for SqliteStore {
 
     async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>> {
         let stored: Option<String> =
-            sqlx::query_scalar("SELECT value FROM secret WHERE tenant = ? AND item_id = ?")
+            sqlx::query_scalar(self.backend.sql("SELECT value FROM secret WHERE tenant = ? AND item_id = ?"))
                 .bind(&scope.tenant)
                 .bind(item_id)
                 .fetch_optional(&self.reader)
@@ -1251,7 +1396,7 @@ impl Store for SqliteStore {
     }
 
     async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()> {
-        sqlx::query("DELETE FROM secret WHERE tenant = ? AND item_id = ?")
+        sqlx::query(self.backend.sql("DELETE FROM secret WHERE tenant = ? AND item_id = ?"))
             .bind(&scope.tenant)
             .bind(item_id)
             .execute(&self.writer)
@@ -1261,7 +1406,7 @@ impl Store for SqliteStore {
 
     async fn list_secret_ids(&self, scope: &Scope) -> Result<Vec<String>> {
         Ok(
-            sqlx::query_scalar("SELECT item_id FROM secret WHERE tenant = ? ORDER BY item_id")
+            sqlx::query_scalar(self.backend.sql("SELECT item_id FROM secret WHERE tenant = ? ORDER BY item_id"))
                 .bind(&scope.tenant)
                 .fetch_all(&self.reader)
                 .await?,
@@ -1327,7 +1472,7 @@ mod tests {
     #[tokio::test]
     async fn file_store_uses_wal_and_foreign_keys() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path()).await.unwrap();
+        let store = SqlStore::open(dir.path()).await.unwrap();
         for pool in [&store.reader, &store.writer] {
             let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
                 .fetch_one(pool)
@@ -1350,7 +1495,7 @@ mod tests {
 
     #[tokio::test]
     async fn tool_list_query_is_indexed() {
-        let store = SqliteStore::open_in_memory().await.unwrap();
+        let store = SqlStore::open_in_memory().await.unwrap();
         let sql = concat!(
             "EXPLAIN QUERY PLAN SELECT ",
             tool_summary_cols!(),
@@ -1359,7 +1504,7 @@ mod tests {
             " AND integration = ? AND owner = ? AND connection = ?",
             " ORDER BY integration, owner, connection, name"
         );
-        let rows = sqlx::query(sql)
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind("t")
             .bind("s")
             .bind("i")

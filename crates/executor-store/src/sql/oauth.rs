@@ -2,9 +2,9 @@
 
 use executor_core::{Owner, now_ms};
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
-use super::{SqliteStore, parse_json, parse_owner, stamp, to_json, write_subject};
+use super::{SqlStore, parse_json, parse_owner, stamp, to_json, write_subject};
 use crate::{
     ConnectionKey, ConnectionOAuth, OAuthClientRecord, OAuthSessionRecord, Result, Scope,
     StoreError,
@@ -21,7 +21,7 @@ macro_rules! session_cols {
     };
 }
 
-fn client_from_row(row: &SqliteRow) -> Result<OAuthClientRecord> {
+fn client_from_row(row: &AnyRow) -> Result<OAuthClientRecord> {
     Ok(OAuthClientRecord {
         owner: parse_owner(row.try_get("owner")?)?,
         slug: row.try_get("slug")?,
@@ -41,7 +41,7 @@ fn client_from_row(row: &SqliteRow) -> Result<OAuthClientRecord> {
     })
 }
 
-fn session_from_row(row: &SqliteRow) -> Result<OAuthSessionRecord> {
+fn session_from_row(row: &AnyRow) -> Result<OAuthSessionRecord> {
     Ok(OAuthSessionRecord {
         state: row.try_get("state")?,
         owner: parse_owner(row.try_get("owner")?)?,
@@ -60,7 +60,7 @@ fn session_from_row(row: &SqliteRow) -> Result<OAuthSessionRecord> {
 }
 
 /// The OAuth columns of a connection row (any connection; see [`connection_oauth_from_row`]).
-fn oauth_columns(row: &SqliteRow) -> Result<ConnectionOAuth> {
+fn oauth_columns(row: &AnyRow) -> Result<ConnectionOAuth> {
     let client_owner: Option<String> = row.try_get("oauth_client_owner")?;
     let provider_state: Option<String> = row.try_get("provider_state")?;
     let missing_scopes = match provider_state.as_deref() {
@@ -89,20 +89,20 @@ fn oauth_columns(row: &SqliteRow) -> Result<ConnectionOAuth> {
 
 /// The OAuth columns of a connection row read with `connection_read_cols!()`: `None` unless
 /// OAuth minted it (it has an OAuth client).
-pub(super) fn connection_oauth_from_row(row: &SqliteRow) -> Result<Option<ConnectionOAuth>> {
+pub(super) fn connection_oauth_from_row(row: &AnyRow) -> Result<Option<ConnectionOAuth>> {
     let oauth = oauth_columns(row)?;
     Ok(oauth.client.is_some().then_some(oauth))
 }
 
-impl SqliteStore {
+impl SqlStore {
     pub(super) async fn oauth_list_clients(&self, scope: &Scope) -> Result<Vec<OAuthClientRecord>> {
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query(self.backend.sql(concat!(
             "SELECT ",
             client_cols!(),
             " FROM oauth_client WHERE ",
             visible!(),
             " ORDER BY owner, slug"
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(scope.subject.as_deref())
         .fetch_all(&self.reader)
@@ -119,11 +119,11 @@ impl SqliteStore {
         let Some(subject) = scope.subject_for(owner) else {
             return Ok(None);
         };
-        let row = sqlx::query(concat!(
+        let row = sqlx::query(self.backend.sql(concat!(
             "SELECT ",
             client_cols!(),
             " FROM oauth_client WHERE tenant = ? AND owner = ? AND subject = ? AND slug = ?"
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(owner.as_str())
         .bind(subject)
@@ -140,7 +140,7 @@ impl SqliteStore {
     ) -> Result<()> {
         let subject = write_subject(scope, rec.owner)?;
         let created = stamp(rec.created_at);
-        sqlx::query(concat!(
+        sqlx::query(self.backend.sql(concat!(
             "INSERT INTO oauth_client (tenant, subject, ",
             client_cols!(),
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
@@ -154,7 +154,7 @@ impl SqliteStore {
                origin_redirect_uri = excluded.origin_redirect_uri, \
                token_endpoint_auth_method = excluded.token_endpoint_auth_method, \
                updated_at = excluded.updated_at"
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(subject)
         .bind(rec.owner.as_str())
@@ -186,9 +186,9 @@ impl SqliteStore {
         let Some(subject) = scope.subject_for(owner) else {
             return Ok(false);
         };
-        let done = sqlx::query(
+        let done = sqlx::query(self.backend.sql(
             "DELETE FROM oauth_client WHERE tenant = ? AND owner = ? AND subject = ? AND slug = ?",
-        )
+        ))
         .bind(&scope.tenant)
         .bind(owner.as_str())
         .bind(subject)
@@ -204,17 +204,17 @@ impl SqliteStore {
         rec: &OAuthSessionRecord,
     ) -> Result<()> {
         let subject = write_subject(scope, rec.owner)?;
-        let mut tx = self.begin_write().await?;
-        sqlx::query("DELETE FROM oauth_session WHERE tenant = ? AND expires_at <= ?")
+        let mut tx = self.begin_write(&scope.tenant).await?;
+        sqlx::query(self.backend.sql("DELETE FROM oauth_session WHERE tenant = ? AND expires_at <= ?"))
             .bind(&scope.tenant)
             .bind(now_ms())
             .execute(&mut *tx)
             .await?;
-        sqlx::query(concat!(
+        sqlx::query(self.backend.sql(concat!(
             "INSERT INTO oauth_session (tenant, subject, ",
             session_cols!(),
             ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(subject)
         .bind(&rec.state)
@@ -241,12 +241,12 @@ impl SqliteStore {
         scope: &Scope,
         state: &str,
     ) -> Result<Option<OAuthSessionRecord>> {
-        let row = sqlx::query(concat!(
+        let row = sqlx::query(self.backend.sql(concat!(
             "DELETE FROM oauth_session WHERE ",
             visible!(),
             " AND state = ? RETURNING ",
             session_cols!()
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(scope.subject.as_deref())
         .bind(state)
@@ -263,11 +263,11 @@ impl SqliteStore {
         let Some(subject) = scope.subject_for(key.owner) else {
             return Ok(None);
         };
-        let row = sqlx::query(concat!(
+        let row = sqlx::query(self.backend.sql(concat!(
             "SELECT oauth_client, oauth_client_owner, refresh_item_id, expires_at, oauth_scope, \
                oauth_token_url, provider_state FROM connection WHERE ",
             conn_key!("name")
-        ))
+        )))
         .bind(&scope.tenant)
         .bind(&key.integration)
         .bind(key.owner.as_str())
@@ -291,14 +291,15 @@ impl SqliteStore {
             .map(|(item, value)| Ok((item.as_str(), self.key.seal(&scope.tenant, item, value)?)))
             .collect::<Result<_>>()?;
         let now = now_ms();
-        let mut tx = self.begin_write().await?;
-        let updated = sqlx::query(concat!(
+        let mut tx = self.begin_write(&scope.tenant).await?;
+        let updated = sqlx::query(self.backend.sql(format!(
             "UPDATE connection SET oauth_client = ?, oauth_client_owner = ?, refresh_item_id = ?, \
                expires_at = ?, oauth_scope = ?, oauth_token_url = ?, \
-               provider_state = json_set(coalesce(provider_state, '{}'), '$.missingOAuthScopes', json(?)), \
-               updated_at = ? WHERE ",
+               provider_state = {}, updated_at = ? WHERE {}",
+            self.backend
+                .json_set_bound("provider_state", "missingOAuthScopes"),
             conn_key!("name")
-        ))
+        )))
         .bind(&oauth.client)
         .bind(oauth.client_owner.map(Owner::as_str))
         .bind(&oauth.refresh_item_id)
@@ -319,12 +320,12 @@ impl SqliteStore {
             return Err(StoreError::NotFound);
         }
         for (item, value) in sealed {
-            sqlx::query(
+            sqlx::query(self.backend.sql(
                 "INSERT INTO secret (tenant, item_id, value, created_at, updated_at) \
                  VALUES (?, ?, ?, ?, ?) \
                  ON CONFLICT (tenant, item_id) DO UPDATE SET \
                    value = excluded.value, updated_at = excluded.updated_at",
-            )
+            ))
             .bind(&scope.tenant)
             .bind(item)
             .bind(value)

@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 use executor_core::{Owner, now_ms};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::any::AnyRow;
+use sqlx::Row;
 
-use super::{SqliteStore, is_unique_violation, owner_col, stamp, write_subject};
+use super::{SqlStore, is_unique_violation, owner_col, stamp, write_subject};
 use crate::{
     Result, Scope, StoreError, ToolkitEntryKind, ToolkitEntryRecord, ToolkitRecord, ToolkitStore,
 };
@@ -13,7 +13,7 @@ use crate::{
 const TOOLKIT_COLS: &str = "id, owner, slug, name, created_at, updated_at";
 const ENTRY_COLS: &str = "id, toolkit_id, kind, pattern, action, position, created_at, updated_at";
 
-fn toolkit_from_row(row: &SqliteRow) -> Result<ToolkitRecord> {
+fn toolkit_from_row(row: &AnyRow) -> Result<ToolkitRecord> {
     Ok(ToolkitRecord {
         id: row.try_get("id")?,
         owner: owner_col(row, "toolkit")?,
@@ -24,7 +24,7 @@ fn toolkit_from_row(row: &SqliteRow) -> Result<ToolkitRecord> {
     })
 }
 
-fn entry_from_row(row: &SqliteRow) -> Result<ToolkitEntryRecord> {
+fn entry_from_row(row: &AnyRow) -> Result<ToolkitEntryRecord> {
     let kind: String = row.try_get("kind")?;
     Ok(ToolkitEntryRecord {
         id: row.try_get("id")?,
@@ -51,13 +51,13 @@ fn taken(e: sqlx::Error) -> StoreError {
 }
 
 #[async_trait]
-impl ToolkitStore for SqliteStore {
+impl ToolkitStore for SqlStore {
     async fn list_toolkits(&self, scope: &Scope) -> Result<Vec<ToolkitRecord>> {
         let sql = format!(
             "SELECT {TOOLKIT_COLS} FROM toolkit WHERE {}",
             super::visible_sql()
         );
-        let rows = sqlx::query(AssertSqlSafe(sql))
+        let rows = sqlx::query(self.backend.sql(sql))
             .bind(&scope.tenant)
             .bind(scope.subject.as_deref())
             .fetch_all(&self.reader)
@@ -67,10 +67,10 @@ impl ToolkitStore for SqliteStore {
 
     async fn insert_toolkit(&self, scope: &Scope, rec: &ToolkitRecord) -> Result<()> {
         let subject = write_subject(scope, rec.owner)?;
-        sqlx::query(
+        sqlx::query(self.backend.sql(
             "INSERT INTO toolkit (tenant, owner, subject, id, slug, name, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
+        ))
         .bind(&scope.tenant)
         .bind(rec.owner.as_str())
         .bind(subject)
@@ -97,7 +97,7 @@ impl ToolkitStore for SqliteStore {
             "UPDATE toolkit SET slug = ?, name = ?, updated_at = ? \
              WHERE tenant = ? AND owner = ? AND subject = ? AND id = ? RETURNING {TOOLKIT_COLS}"
         );
-        let row = sqlx::query(AssertSqlSafe(sql))
+        let row = sqlx::query(self.backend.sql(sql))
             .bind(&rec.slug)
             .bind(&rec.name)
             .bind(now_ms())
@@ -115,10 +115,10 @@ impl ToolkitStore for SqliteStore {
         let Some(subject) = scope.subject_for(owner) else {
             return Ok(false);
         };
-        let mut tx = self.writer.begin().await?;
-        let done = sqlx::query(
+        let mut tx = self.begin_write(&scope.tenant).await?;
+        let done = sqlx::query(self.backend.sql(
             "DELETE FROM toolkit WHERE tenant = ? AND owner = ? AND subject = ? AND id = ?",
-        )
+        ))
         .bind(&scope.tenant)
         .bind(owner.as_str())
         .bind(subject)
@@ -128,7 +128,7 @@ impl ToolkitStore for SqliteStore {
         if done.rows_affected() == 0 {
             return Ok(false);
         }
-        sqlx::query("DELETE FROM toolkit_entry WHERE tenant = ? AND toolkit_id = ?")
+        sqlx::query(self.backend.sql("DELETE FROM toolkit_entry WHERE tenant = ? AND toolkit_id = ?"))
             .bind(&scope.tenant)
             .bind(id)
             .execute(&mut *tx)
@@ -150,7 +150,7 @@ impl ToolkitStore for SqliteStore {
             "SELECT {ENTRY_COLS} FROM toolkit_entry WHERE tenant = ? AND toolkit_id IN ({marks}) \
              ORDER BY position, id"
         );
-        let mut query = sqlx::query(AssertSqlSafe(sql)).bind(&scope.tenant);
+        let mut query = sqlx::query(self.backend.sql(sql)).bind(&scope.tenant);
         for id in toolkit_ids {
             query = query.bind(*id);
         }
@@ -159,10 +159,10 @@ impl ToolkitStore for SqliteStore {
     }
 
     async fn insert_toolkit_entry(&self, scope: &Scope, rec: &ToolkitEntryRecord) -> Result<()> {
-        sqlx::query(
+        sqlx::query(self.backend.sql(
             "INSERT INTO toolkit_entry (tenant, toolkit_id, kind, id, pattern, action, position, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
+        ))
         .bind(&scope.tenant)
         .bind(&rec.toolkit_id)
         .bind(rec.kind.as_str())
@@ -187,7 +187,7 @@ impl ToolkitStore for SqliteStore {
             "UPDATE toolkit_entry SET pattern = ?, action = ?, position = ?, updated_at = ? \
              WHERE tenant = ? AND toolkit_id = ? AND kind = ? AND id = ? RETURNING {ENTRY_COLS}"
         );
-        let row = sqlx::query(AssertSqlSafe(sql))
+        let row = sqlx::query(self.backend.sql(sql))
             .bind(&rec.pattern)
             .bind(rec.action.as_deref())
             .bind(&rec.position)
@@ -208,9 +208,9 @@ impl ToolkitStore for SqliteStore {
         kind: ToolkitEntryKind,
         id: &str,
     ) -> Result<bool> {
-        let done = sqlx::query(
+        let done = sqlx::query(self.backend.sql(
             "DELETE FROM toolkit_entry WHERE tenant = ? AND toolkit_id = ? AND kind = ? AND id = ?",
-        )
+        ))
         .bind(&scope.tenant)
         .bind(toolkit_id)
         .bind(kind.as_str())

@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::any::AnyRow;
+use sqlx::Row;
 
-use super::{SqliteStore, opt_json, opt_to_json, parse_json, to_json};
+use super::{Backend, SqlStore, opt_json, opt_to_json, parse_json, to_json};
 use crate::executions::{
     ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionStore,
     ExecutionSummary,
@@ -71,11 +71,11 @@ fn status_from(text: &str) -> Result<ExecutionStatus> {
     ExecutionStatus::parse(text).ok_or_else(|| StoreError::Corrupt(format!("status {text:?}")))
 }
 
-fn execution_from_row(row: &SqliteRow) -> Result<ExecutionRecord> {
+fn execution_from_row(row: &AnyRow) -> Result<ExecutionRecord> {
     Ok(ExecutionRecord {
         id: row.try_get("id")?,
         code: row.try_get("code")?,
-        auto_approve: row.try_get("auto_approve")?,
+        auto_approve: super::flag(row, "auto_approve")?,
         status: status_from(row.try_get("status")?)?,
         seed: row.try_get::<i64, _>("seed")? as u64,
         started_at: row.try_get("started_at")?,
@@ -93,7 +93,7 @@ fn execution_from_row(row: &SqliteRow) -> Result<ExecutionRecord> {
 fn call_from_row(
     key: &MasterKey,
     execution_id: &str,
-    row: &SqliteRow,
+    row: &AnyRow,
 ) -> Result<ExecutionCallRecord> {
     let seq: i64 = row.try_get("seq")?;
     let open = |field: &str, text: String| open_call_field(key, execution_id, seq, field, text);
@@ -150,14 +150,14 @@ fn open_call_field(
     }
 }
 
-type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+type Query<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
 
 /// The vault item id an execution's code is sealed under (its associated data).
 fn code_item(execution_id: &str) -> String {
     format!("execution:{execution_id}:code")
 }
 
-impl SqliteStore {
+impl SqlStore {
     /// Code is kept for resuming after a restart, and agents paste credentials into it (a
     /// `connections.create` call carries the value in its source), so it is sealed at rest.
     fn seal_code(&self, scope: &Scope, rec: &ExecutionRecord) -> Result<String> {
@@ -188,7 +188,7 @@ fn bind_execution<'q>(
         .bind(subject(scope))
         .bind(&rec.id)
         .bind(code)
-        .bind(rec.auto_approve)
+        .bind(i64::from(rec.auto_approve))
         .bind(rec.status.as_str())
         .bind(rec.seed as i64)
         .bind(rec.started_at)
@@ -203,11 +203,11 @@ fn bind_execution<'q>(
 }
 
 fn bind_call<'q>(
-    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
     key: &MasterKey,
     execution_id: &'q str,
     call: &'q ExecutionCallRecord,
-) -> Result<sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>> {
+) -> Result<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>> {
     let seal =
         |field: &str, json: String| seal_call_field(key, execution_id, call.seq, field, json);
     Ok(query
@@ -244,7 +244,8 @@ const CALL_CONFLICT: &str = " ON CONFLICT (execution_id, seq) DO UPDATE SET \
 /// Upserts calls (of one or several executions) in multi-row statements of [`CHUNKS`] rows, so a
 /// 100-call execution costs 4 statements (each a round trip to SQLite's thread), not 100.
 async fn insert_calls(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    backend: Backend,
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     key: &MasterKey,
     calls: &[(&str, &ExecutionCallRecord)],
 ) -> Result<()> {
@@ -260,7 +261,7 @@ async fn insert_calls(
             sql.push_str(CALL_VALUES);
         }
         sql.push_str(CALL_CONFLICT);
-        let mut query = sqlx::query(AssertSqlSafe(sql));
+        let mut query = sqlx::query(backend.sql(sql));
         for (id, call) in chunk {
             query = bind_call(query, key, id, call)?;
         }
@@ -271,7 +272,7 @@ async fn insert_calls(
 }
 
 #[async_trait]
-impl ExecutionStore for SqliteStore {
+impl ExecutionStore for SqlStore {
     async fn save_execution(
         &self,
         scope: &Scope,
@@ -283,7 +284,7 @@ impl ExecutionStore for SqliteStore {
         let pending = opt_to_json(rec.pending.as_ref())?;
         let outcome = opt_to_json(rec.outcome.as_ref())?;
         let row = bind_execution(
-            sqlx::query(UPSERT_EXECUTION),
+            sqlx::query(self.backend.sql(UPSERT_EXECUTION)),
             scope,
             rec,
             code,
@@ -298,9 +299,9 @@ impl ExecutionStore for SqliteStore {
         }
         let calls: Vec<(&str, &ExecutionCallRecord)> =
             calls.iter().map(|c| (rec.id.as_str(), c)).collect();
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_journal().await?;
         row.execute(&mut *tx).await?;
-        insert_calls(&mut tx, &self.key, &calls).await?;
+        insert_calls(self.backend, &mut tx, &self.key, &calls).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -324,7 +325,7 @@ impl ExecutionStore for SqliteStore {
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_journal().await?;
         let mut rest: &[(ExecutionRecord, Vec<ExecutionCallRecord>)] = batch;
         let mut encoded = rows.into_iter();
         while !rest.is_empty() {
@@ -338,7 +339,7 @@ impl ExecutionStore for SqliteStore {
                 sql.push_str(EXECUTION_VALUES);
             }
             sql.push_str(EXECUTION_CONFLICT);
-            let mut query = sqlx::query(AssertSqlSafe(sql));
+            let mut query = sqlx::query(self.backend.sql(sql));
             for (rec, _) in chunk {
                 let (code, clock, pending, outcome) = encoded.next().unwrap_or_default();
                 query = bind_execution(query, scope, rec, code, clock, pending, outcome);
@@ -348,7 +349,7 @@ impl ExecutionStore for SqliteStore {
                 .iter()
                 .flat_map(|(rec, calls)| calls.iter().map(move |c| (rec.id.as_str(), c)))
                 .collect();
-            insert_calls(&mut tx, &self.key, &calls).await?;
+            insert_calls(self.backend, &mut tx, &self.key, &calls).await?;
             rest = tail;
         }
         tx.commit().await?;
@@ -360,18 +361,18 @@ impl ExecutionStore for SqliteStore {
         execution_id: &str,
         call: &ExecutionCallRecord,
     ) -> Result<()> {
-        bind_call(sqlx::query(UPSERT_CALL), &self.key, execution_id, call)?
+        bind_call(sqlx::query(self.backend.sql(UPSERT_CALL)), &self.key, execution_id, call)?
             .execute(&self.writer)
             .await?;
         Ok(())
     }
 
     async fn get_execution(&self, scope: &Scope, id: &str) -> Result<Option<ExecutionRecord>> {
-        let row = sqlx::query(concat!(
+        let row = sqlx::query(self.backend.sql(concat!(
             "SELECT ",
             execution_cols!(),
             " FROM execution WHERE id = ? AND tenant = ? AND subject = ?"
-        ))
+        )))
         .bind(id)
         .bind(&scope.tenant)
         .bind(subject(scope))
@@ -386,11 +387,11 @@ impl ExecutionStore for SqliteStore {
     }
 
     async fn execution_calls(&self, execution_id: &str) -> Result<Vec<ExecutionCallRecord>> {
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query(self.backend.sql(concat!(
             "SELECT ",
             call_cols!(),
             " FROM execution_call WHERE execution_id = ? ORDER BY seq"
-        ))
+        )))
         .bind(execution_id)
         .fetch_all(&self.reader)
         .await?;
@@ -400,11 +401,11 @@ impl ExecutionStore for SqliteStore {
     }
 
     async fn claim_paused_execution(&self, scope: &Scope, id: &str, now: i64) -> Result<bool> {
-        let claimed = sqlx::query(
+        let claimed = sqlx::query(self.backend.sql(
             "UPDATE execution SET status = 'running', updated_at = ? \
              WHERE id = ? AND tenant = ? AND subject = ? AND status = 'paused' \
                AND (expires_at IS NULL OR expires_at > ?)",
-        )
+        ))
         .bind(now)
         .bind(id)
         .bind(&scope.tenant)
@@ -426,16 +427,17 @@ impl ExecutionStore for SqliteStore {
         // `?3`/`?4` are NULL when the filter is unset; a call of the integration has a path
         // that is its slug or starts with `<slug>.` (compared as text: slugs may hold `_`,
         // which LIKE would read as a wildcard).
-        let rows = sqlx::query(
+        let rows = sqlx::query(self.backend.sql(format!(
             "SELECT id, status, started_at, finished_at, duration_ms, tool_calls, \
-               json_extract(outcome, '$.isError') AS is_error \
+               {} AS is_error \
              FROM execution e WHERE tenant = ?1 AND subject = ?2 \
                AND (?3 IS NULL OR status = ?3) \
                AND (?4 IS NULL OR EXISTS (SELECT 1 FROM execution_call c \
                     WHERE c.execution_id = e.id \
                       AND (c.path = ?4 OR substr(c.path, 1, length(?4) + 1) = ?4 || '.'))) \
              ORDER BY started_at DESC, id DESC LIMIT ?5 OFFSET ?6",
-        )
+            self.backend.json_flag("outcome", "isError")
+        )))
         .bind(&scope.tenant)
         .bind(subject(scope))
         .bind(filter.status.map(|s| s.as_str()))
@@ -460,12 +462,12 @@ impl ExecutionStore for SqliteStore {
     }
 
     async fn expire_paused_executions(&self, now: i64, outcome: &Value) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar(
+        Ok(sqlx::query_scalar(self.backend.sql(
             "UPDATE execution SET status = 'expired', updated_at = ?, finished_at = ?, \
                pending = NULL, outcome = ? \
              WHERE status = 'paused' AND expires_at IS NOT NULL AND expires_at <= ? \
              RETURNING id",
-        )
+        ))
         .bind(now)
         .bind(now)
         .bind(to_json(outcome)?)
@@ -475,11 +477,11 @@ impl ExecutionStore for SqliteStore {
     }
 
     async fn fail_running_executions(&self, now: i64, outcome: &Value) -> Result<u64> {
-        Ok(sqlx::query(
+        Ok(sqlx::query(self.backend.sql(
             "UPDATE execution SET status = 'failed', updated_at = ?, finished_at = ?, \
                pending = NULL, outcome = ? \
              WHERE status = 'running'",
-        )
+        ))
         .bind(now)
         .bind(now)
         .bind(to_json(outcome)?)
@@ -489,19 +491,19 @@ impl ExecutionStore for SqliteStore {
     }
 
     async fn delete_settled_executions(&self, before: i64) -> Result<u64> {
-        let mut tx = self.begin_write().await?;
-        sqlx::query(
+        let mut tx = self.begin_journal().await?;
+        sqlx::query(self.backend.sql(
             "DELETE FROM execution_call WHERE execution_id IN \
                (SELECT id FROM execution WHERE status IN ('completed', 'failed', 'expired') \
                   AND finished_at < ?)",
-        )
+        ))
         .bind(before)
         .execute(&mut *tx)
         .await?;
-        let deleted = sqlx::query(
+        let deleted = sqlx::query(self.backend.sql(
             "DELETE FROM execution WHERE status IN ('completed', 'failed', 'expired') \
                AND finished_at < ?",
-        )
+        ))
         .bind(before)
         .execute(&mut *tx)
         .await?

@@ -1,0 +1,152 @@
+//! Several stores on one PostgreSQL database, as replicas use it: no owner lock, migrations
+//! once, one key for the deployment, writes announced to the others, and a pause claimed once.
+
+use std::time::Duration;
+
+use executor_store::{
+    ExecutionRecord, ExecutionStatus, ExecutionStore, IntegrationRecord, MasterKey, Scope,
+    SqlStore, Store, StoreError,
+};
+use serde_json::json;
+
+mod support;
+use support::TestDb;
+
+fn scope() -> Scope {
+    Scope::new("t1", Some("alice".into()))
+}
+
+fn integration(slug: &str) -> IntegrationRecord {
+    IntegrationRecord {
+        slug: slug.into(),
+        plugin_id: "mcp".into(),
+        name: None,
+        description: None,
+        config: json!({}),
+        can_remove: true,
+        can_refresh: false,
+        config_revised_at: None,
+        created_at: 1,
+        updated_at: 1,
+    }
+}
+
+fn paused(id: &str) -> ExecutionRecord {
+    ExecutionRecord {
+        id: id.to_owned(),
+        code: "return 1".to_owned(),
+        auto_approve: false,
+        status: ExecutionStatus::Paused,
+        seed: 7,
+        started_at: 10,
+        updated_at: 10,
+        finished_at: None,
+        expires_at: None,
+        duration_ms: None,
+        tool_calls: 0,
+        clock: json!([]),
+        pending: Some(json!({"kind": "approval"})),
+        outcome: None,
+    }
+}
+
+/// Two stores at once: both start (migrations run once under sqlx's lock), both read what the
+/// other wrote.
+#[tokio::test]
+async fn replicas_share_one_database_and_migrate_it_once() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let (a, b) = tokio::join!(db.open(), db.open());
+    a.insert_integration(&scope(), &integration("gh"))
+        .await
+        .unwrap();
+    let seen = b.get_integration(&scope(), "gh").await.unwrap();
+    assert_eq!(seen.map(|i| i.slug).as_deref(), Some("gh"));
+    b.put_secret(&scope(), "item", "s3cret").await.unwrap();
+    assert_eq!(
+        a.get_secret(&scope(), "item").await.unwrap().as_deref(),
+        Some("s3cret")
+    );
+    a.close().await;
+    b.close().await;
+}
+
+/// A replica started with another key than the one the secrets were sealed with is refused at
+/// start, in a sentence that names the setting; with the right key it opens.
+#[tokio::test]
+async fn a_key_that_cannot_open_the_secrets_is_refused_at_start() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let first = db.open().await;
+    first.put_secret(&scope(), "item", "s3cret").await.unwrap();
+    first.close().await;
+    let err = db
+        .try_open_with_key(MasterKey::generate())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+    assert!(err.to_string().contains("EXECUTOR_SECRET_KEY"), "{err}");
+    db.open().await.close().await;
+}
+
+/// A catalog write on one replica moves the other's change counter (LISTEN/NOTIFY); an
+/// execution write does not.
+#[tokio::test]
+async fn catalog_writes_are_announced_to_the_other_replicas() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let (a, b) = tokio::join!(db.open(), db.open());
+    let mut changes = b.catalog_changes().expect("PostgreSQL announces changes");
+    let before = *changes.borrow_and_update();
+
+    a.save_execution(&scope(), &paused("ex-1"), &[])
+        .await
+        .unwrap();
+    let quiet = tokio::time::timeout(Duration::from_millis(300), changes.changed()).await;
+    assert!(quiet.is_err(), "an execution write is not a catalog change");
+
+    a.insert_integration(&scope(), &integration("gh"))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), changes.changed())
+        .await
+        .expect("announced within 5 s")
+        .unwrap();
+    assert!(*changes.borrow() > before);
+    a.close().await;
+    b.close().await;
+}
+
+/// Two replicas resuming one pause at once: exactly one claims it.
+#[tokio::test]
+async fn a_pause_is_claimed_by_one_replica() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let (a, b) = tokio::join!(db.open(), db.open());
+    for round in 0..20 {
+        let id = format!("ex-r{round}");
+        a.save_execution(&scope(), &paused(&id), &[]).await.unwrap();
+        let s = scope();
+        let (x, y) = tokio::join!(
+            a.claim_paused_execution(&s, &id, 20),
+            b.claim_paused_execution(&s, &id, 20)
+        );
+        assert!(x.unwrap() ^ y.unwrap(), "round {round}: exactly one claim wins");
+    }
+    a.close().await;
+    b.close().await;
+}
+
+/// SQLite keeps its owner lock; PostgreSQL has none, so this only concerns the file.
+#[tokio::test]
+async fn the_sqlite_file_still_has_one_owner() {
+    let db = TestDb::sqlite();
+    let first = db.open().await;
+    let err = SqlStore::open(db.path()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+    first.close().await;
+}
