@@ -311,6 +311,7 @@ impl Engine {
             release_memory: config.release_memory.clone(),
         });
         catalog::watch_list_changed(&inner);
+        catalog::follow_other_replicas(&inner);
         executions::spawn_sweeper(&inner);
         Engine { inner }
     }

@@ -115,8 +115,9 @@ pub struct ExecutionFilter {
 /// Persistence of executions and their journals. A supertrait of [`crate::Store`].
 ///
 /// Rows are scoped by tenant and subject; the sweeps (`expire_paused_executions`,
-/// `fail_running_executions`, `delete_settled_executions`) work across tenants, since one
-/// process owns the whole database.
+/// `fail_running_executions`, `delete_settled_executions`) work across tenants: they are the
+/// background work of the whole deployment, run by one process at a time
+/// ([`crate::Store::lead_background`]).
 #[async_trait]
 pub trait ExecutionStore: Send + Sync + 'static {
     /// Inserts or updates the row and upserts `calls`, in one transaction. A settled row is never
@@ -157,9 +158,15 @@ pub trait ExecutionStore: Send + Sync + 'static {
     ) -> Result<Vec<ExecutionSummary>>;
     /// Paused rows with `expires_at <= now` become `expired` with `outcome`; returns their ids.
     async fn expire_paused_executions(&self, now: i64, outcome: &Value) -> Result<Vec<String>>;
-    /// Rows left `running` (the process stopped while resuming them) become `failed` with
-    /// `outcome`. Returns how many.
-    async fn fail_running_executions(&self, now: i64, outcome: &Value) -> Result<u64>;
+    /// Rows left `running` (the process stopped while resuming them) and last updated before
+    /// `updated_before` become `failed` with `outcome`. Returns how many. A process that owns
+    /// the database passes `now`; replicas pass a time no live resume can be older than.
+    async fn fail_running_executions(
+        &self,
+        now: i64,
+        updated_before: i64,
+        outcome: &Value,
+    ) -> Result<u64>;
     /// Deletes settled executions (and their journals) that finished before `before`.
     async fn delete_settled_executions(&self, before: i64) -> Result<u64>;
 }

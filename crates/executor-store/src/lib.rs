@@ -325,6 +325,9 @@ fn locked_message(path: &std::path::Path, holder_hint: Option<&str>) -> String {
     )
 }
 
+/// Chooses a new rule's position from the visible rules (see [`Store::insert_policy`]).
+pub type PlacePolicy<'a> = &'a (dyn Fn(&[PolicyRecord]) -> String + Send + Sync);
+
 /// Persistence of integrations, connections, tools and (provisionally) secrets.
 ///
 /// Reads, updates and deletes of owned rows see `tenant = T AND (owner = 'org' OR (owner = 'user'
@@ -338,6 +341,14 @@ pub trait Store: ExecutionStore + ToolkitStore + Send + Sync + 'static {
     /// database's only writer (SQLite), whose own writes are all it needs to know of.
     fn catalog_changes(&self) -> Option<tokio::sync::watch::Receiver<i64>> {
         None
+    }
+
+    /// Whether this process runs the deployment's background work (pause expiry, history
+    /// purge, failing executions a dead process left running) now. A process that owns its
+    /// database always does; of several replicas, only the holder of the database's leader
+    /// lock, which passes to another replica when its holder goes away.
+    async fn lead_background(&self) -> bool {
+        true
     }
 
     /// Whether any tenant has an integration (the engine warms its upstream clients only then).
@@ -389,9 +400,15 @@ pub trait Store: ExecutionStore + ToolkitStore + Send + Sync + 'static {
         scope: &Scope,
         rec: &ConnectionRecord,
     ) -> Result<ConnectionRecord>;
-    /// Deletes the connections still pending creation (with their tools and definitions), in
-    /// every owner and subject of the tenant, and returns them: creates interrupted by a crash.
-    async fn take_pending_connections(&self, scope: &Scope) -> Result<Vec<ConnectionRecord>>;
+    /// Deletes the connections still pending creation since before `created_before` (with their
+    /// tools and definitions), in every owner and subject of the tenant, and returns them:
+    /// creates interrupted by a crash. A process that owns the database passes now; replicas
+    /// pass a time no create in progress elsewhere can be older than.
+    async fn take_pending_connections(
+        &self,
+        scope: &Scope,
+        created_before: i64,
+    ) -> Result<Vec<ConnectionRecord>>;
     /// Outer `None` = unchanged, `Some(None)` = clear. `None` = not found.
     async fn update_connection_meta(
         &self,
@@ -438,8 +455,15 @@ pub trait Store: ExecutionStore + ToolkitStore + Send + Sync + 'static {
 
     /// Policies visible to the scope (org rules and the subject's user rules), unordered.
     async fn list_policies(&self, scope: &Scope) -> Result<Vec<PolicyRecord>>;
-    /// Err(AlreadyExists) when the id is taken.
-    async fn insert_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<()>;
+    /// Err(AlreadyExists) when the id is taken. With `place`, the rule's position is chosen
+    /// inside the write from the visible rules as they are then (`rec.position` is ignored), so
+    /// rules created at once — by one process or by several replicas — never share one.
+    async fn insert_policy(
+        &self,
+        scope: &Scope,
+        rec: &PolicyRecord,
+        place: Option<PlacePolicy<'_>>,
+    ) -> Result<String>;
     /// Replaces pattern, action and position of the visible policy `rec.id` owned by
     /// `rec.owner` (its author stays); `None` when there is no such policy.
     async fn update_policy(

@@ -20,9 +20,9 @@ pub use backend::Backend;
 
 use crate::lock::OwnerLock;
 use crate::{
-    SECRET_KEY_ENV, ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
-    OAuthClientRecord, OAuthSessionRecord, PolicyRecord, Result, SCHEMA_VERSION, Scope, Store,
-    StoreError, ToolFilter, ToolRecord, ToolSummary,
+    ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
+    OAuthClientRecord, OAuthSessionRecord, PlacePolicy, PolicyRecord, Result, SCHEMA_VERSION,
+    SECRET_KEY_ENV, Scope, Store, StoreError, ToolFilter, ToolRecord, ToolSummary,
 };
 
 /// The database file inside the data directory.
@@ -100,6 +100,8 @@ pub struct SqlStore {
     key: MasterKey,
     /// Other replicas' writes, as they are announced (PostgreSQL only).
     changes: Option<postgres::Changes>,
+    /// Which replica runs the background work (PostgreSQL only).
+    leader: Option<postgres::Leader>,
 }
 
 /// Registers the drivers `Any` dispatches to, once per process.
@@ -135,7 +137,10 @@ fn sqlite_url(path: &Path) -> Result<String> {
     const PATH: &percent_encoding::AsciiSet =
         &percent_encoding::CONTROLS.add(b'%').add(b'?').add(b'#');
     let text = path.to_str().ok_or_else(|| {
-        StoreError::Config(format!("the data directory {} is not UTF-8", path.display()))
+        StoreError::Config(format!(
+            "the data directory {} is not UTF-8",
+            path.display()
+        ))
     })?;
     Ok(format!(
         "sqlite://{}?mode=rwc",
@@ -194,6 +199,7 @@ impl SqlStore {
             lock: Some(lock),
             key,
             changes: None,
+            leader: None,
         };
         if let Err(e) = store.prepare().await {
             store.writer.close().await;
@@ -221,6 +227,7 @@ impl SqlStore {
             lock: None,
             key: MasterKey::generate(),
             changes: None,
+            leader: None,
         };
         store.prepare().await?;
         Ok(store)
@@ -240,6 +247,7 @@ impl SqlStore {
             lock: None,
             key,
             changes: Some(postgres::Changes::listen(url).await?),
+            leader: Some(postgres::Leader::new(url)),
         };
         if let Err(e) = store.prepare().await {
             store.writer.close().await;
@@ -420,11 +428,12 @@ impl SqlStore {
 
     /// Seals values written in plaintext by builds before the vault, in one transaction.
     async fn seal_plaintext_secrets(&self) -> Result<()> {
-        let rows: Vec<(String, String, String)> = sqlx::query_as(self.backend.sql(
-            "SELECT tenant, item_id, value FROM secret WHERE substr(value, 1, 3) <> 'v1:'",
-        ))
-        .fetch_all(&self.writer)
-        .await?;
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as(self.backend.sql(
+                "SELECT tenant, item_id, value FROM secret WHERE substr(value, 1, 3) <> 'v1:'",
+            ))
+            .fetch_all(&self.writer)
+            .await?;
         if rows.is_empty() {
             return Ok(());
         }
@@ -584,6 +593,12 @@ fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
     })
 }
 
+/// Every policy the scope sees; binds: tenant, subject.
+const LIST_POLICIES: &str = concat!(
+    "SELECT id, owner, pattern, action, position, created_at, updated_at, author FROM tool_policy WHERE ",
+    visible!()
+);
+
 /// A 0/1 column as a bool (both backends store flags as integers).
 pub(crate) fn flag(row: &AnyRow, column: &str) -> Result<bool> {
     Ok(row.try_get::<i64, _>(column)? != 0)
@@ -666,10 +681,20 @@ impl Store for SqlStore {
         self.changes.as_ref().map(postgres::Changes::subscribe)
     }
 
+    async fn lead_background(&self) -> bool {
+        match &self.leader {
+            Some(leader) => leader.lead().await,
+            None => true,
+        }
+    }
+
     async fn any_integration(&self) -> Result<bool> {
-        let row = sqlx::query(self.backend.sql("SELECT EXISTS (SELECT 1 FROM integration)"))
-            .fetch_one(&self.reader)
-            .await?;
+        let row = sqlx::query(
+            self.backend
+                .sql("SELECT EXISTS (SELECT 1 FROM integration)"),
+        )
+        .fetch_one(&self.reader)
+        .await?;
         Ok(row.try_get::<i64, _>(0)? != 0)
     }
 
@@ -779,12 +804,15 @@ impl Store for SqlStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        let deleted = sqlx::query(self.backend.sql("DELETE FROM integration WHERE tenant = ? AND slug = ?"))
-            .bind(&scope.tenant)
-            .bind(slug)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let deleted = sqlx::query(
+            self.backend
+                .sql("DELETE FROM integration WHERE tenant = ? AND slug = ?"),
+        )
+        .bind(&scope.tenant)
+        .bind(slug)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
         tx.commit().await?;
         Ok(deleted > 0)
     }
@@ -886,13 +914,19 @@ impl Store for SqlStore {
         }
     }
 
-    async fn take_pending_connections(&self, scope: &Scope) -> Result<Vec<ConnectionRecord>> {
+    async fn take_pending_connections(
+        &self,
+        scope: &Scope,
+        created_before: i64,
+    ) -> Result<Vec<ConnectionRecord>> {
         let mut tx = self.begin_write(&scope.tenant).await?;
         let rows = sqlx::query(self.backend.sql(concat!(
-            "DELETE FROM connection WHERE tenant = ? AND pending_create = 1 RETURNING subject, ",
+            "DELETE FROM connection WHERE tenant = ? AND pending_create = 1 AND created_at <= ? \
+             RETURNING subject, ",
             connection_read_cols!()
         )))
         .bind(&scope.tenant)
+        .bind(created_before)
         .fetch_all(&mut *tx)
         .await?;
         let mut taken = Vec::with_capacity(rows.len());
@@ -971,15 +1005,18 @@ impl Store for SqlStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        let deleted = sqlx::query(self.backend.sql(concat!("DELETE FROM connection WHERE ", conn_key!("name"))))
-            .bind(&scope.tenant)
-            .bind(&key.integration)
-            .bind(key.owner.as_str())
-            .bind(subject)
-            .bind(&key.name)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let deleted = sqlx::query(
+            self.backend
+                .sql(concat!("DELETE FROM connection WHERE ", conn_key!("name"))),
+        )
+        .bind(&scope.tenant)
+        .bind(&key.integration)
+        .bind(key.owner.as_str())
+        .bind(subject)
+        .bind(&key.name)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
         tx.commit().await?;
         Ok(deleted > 0)
     }
@@ -1249,19 +1286,37 @@ impl Store for SqlStore {
     }
 
     async fn list_policies(&self, scope: &Scope) -> Result<Vec<PolicyRecord>> {
-        let rows = sqlx::query(self.backend.sql(concat!(
-            "SELECT id, owner, pattern, action, position, created_at, updated_at, author FROM tool_policy WHERE ",
-            visible!()
-        )))
-        .bind(&scope.tenant)
-        .bind(scope.subject.as_deref())
-        .fetch_all(&self.reader)
-        .await?;
+        let rows = sqlx::query(self.backend.sql(LIST_POLICIES))
+            .bind(&scope.tenant)
+            .bind(scope.subject.as_deref())
+            .fetch_all(&self.reader)
+            .await?;
         rows.iter().map(policy_from_row).collect()
     }
 
-    async fn insert_policy(&self, scope: &Scope, rec: &PolicyRecord) -> Result<()> {
+    async fn insert_policy(
+        &self,
+        scope: &Scope,
+        rec: &PolicyRecord,
+        place: Option<PlacePolicy<'_>>,
+    ) -> Result<String> {
         let subject = write_subject(scope, rec.owner)?;
+        let mut tx = self.begin_write(&scope.tenant).await?;
+        let position = match place {
+            Some(place) => {
+                let rows = sqlx::query(self.backend.sql(LIST_POLICIES))
+                    .bind(&scope.tenant)
+                    .bind(scope.subject.as_deref())
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let visible = rows
+                    .iter()
+                    .map(policy_from_row)
+                    .collect::<Result<Vec<_>>>()?;
+                place(&visible)
+            }
+            None => rec.position.clone(),
+        };
         let result = sqlx::query(self.backend.sql(
             "INSERT INTO tool_policy (tenant, owner, subject, id, pattern, action, position, created_at, updated_at, author) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1272,14 +1327,17 @@ impl Store for SqlStore {
         .bind(&rec.id)
         .bind(&rec.pattern)
         .bind(&rec.action)
-        .bind(&rec.position)
+        .bind(&position)
         .bind(stamp(rec.created_at))
         .bind(stamp(rec.updated_at))
         .bind(rec.author.as_str())
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await;
         match result {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                tx.commit().await?;
+                Ok(position)
+            }
             Err(e) if is_unique_violation(&e) => Err(StoreError::AlreadyExists),
             Err(e) => Err(e.into()),
         }
@@ -1347,21 +1405,25 @@ impl Store for SqlStore {
     }
 
     async fn get_blob(&self, scope: &Scope, hash: &str) -> Result<Option<Vec<u8>>> {
-        Ok(
-            sqlx::query_scalar(self.backend.sql("SELECT value FROM blob WHERE tenant = ? AND hash = ?"))
-                .bind(&scope.tenant)
-                .bind(hash)
-                .fetch_optional(&self.reader)
-                .await?,
+        Ok(sqlx::query_scalar(
+            self.backend
+                .sql("SELECT value FROM blob WHERE tenant = ? AND hash = ?"),
         )
+        .bind(&scope.tenant)
+        .bind(hash)
+        .fetch_optional(&self.reader)
+        .await?)
     }
 
     async fn delete_blob(&self, scope: &Scope, hash: &str) -> Result<bool> {
-        let done = sqlx::query(self.backend.sql("DELETE FROM blob WHERE tenant = ? AND hash = ?"))
-            .bind(&scope.tenant)
-            .bind(hash)
-            .execute(&self.writer)
-            .await?;
+        let done = sqlx::query(
+            self.backend
+                .sql("DELETE FROM blob WHERE tenant = ? AND hash = ?"),
+        )
+        .bind(&scope.tenant)
+        .bind(hash)
+        .execute(&self.writer)
+        .await?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -1384,33 +1446,39 @@ impl Store for SqlStore {
     }
 
     async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>> {
-        let stored: Option<String> =
-            sqlx::query_scalar(self.backend.sql("SELECT value FROM secret WHERE tenant = ? AND item_id = ?"))
-                .bind(&scope.tenant)
-                .bind(item_id)
-                .fetch_optional(&self.reader)
-                .await?;
+        let stored: Option<String> = sqlx::query_scalar(
+            self.backend
+                .sql("SELECT value FROM secret WHERE tenant = ? AND item_id = ?"),
+        )
+        .bind(&scope.tenant)
+        .bind(item_id)
+        .fetch_optional(&self.reader)
+        .await?;
         stored
             .map(|s| self.key.open(&scope.tenant, item_id, &s))
             .transpose()
     }
 
     async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()> {
-        sqlx::query(self.backend.sql("DELETE FROM secret WHERE tenant = ? AND item_id = ?"))
-            .bind(&scope.tenant)
-            .bind(item_id)
-            .execute(&self.writer)
-            .await?;
+        sqlx::query(
+            self.backend
+                .sql("DELETE FROM secret WHERE tenant = ? AND item_id = ?"),
+        )
+        .bind(&scope.tenant)
+        .bind(item_id)
+        .execute(&self.writer)
+        .await?;
         Ok(())
     }
 
     async fn list_secret_ids(&self, scope: &Scope) -> Result<Vec<String>> {
-        Ok(
-            sqlx::query_scalar(self.backend.sql("SELECT item_id FROM secret WHERE tenant = ? ORDER BY item_id"))
-                .bind(&scope.tenant)
-                .fetch_all(&self.reader)
-                .await?,
+        Ok(sqlx::query_scalar(
+            self.backend
+                .sql("SELECT item_id FROM secret WHERE tenant = ? ORDER BY item_id"),
         )
+        .bind(&scope.tenant)
+        .fetch_all(&self.reader)
+        .await?)
     }
 
     async fn list_oauth_clients(&self, scope: &Scope) -> Result<Vec<OAuthClientRecord>> {

@@ -244,7 +244,7 @@ both_backends! {
             .unwrap();
         assert_eq!(expired, vec!["exec_late".to_owned()]);
         let failed = store
-            .fail_running_executions(700, &json!({"text": "interrupted", "isError": true}))
+            .fail_running_executions(700, 700, &json!({"text": "interrupted", "isError": true}))
             .await
             .unwrap();
         assert_eq!(failed, 1);

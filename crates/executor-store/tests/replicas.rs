@@ -135,7 +135,10 @@ async fn a_pause_is_claimed_by_one_replica() {
             a.claim_paused_execution(&s, &id, 20),
             b.claim_paused_execution(&s, &id, 20)
         );
-        assert!(x.unwrap() ^ y.unwrap(), "round {round}: exactly one claim wins");
+        assert!(
+            x.unwrap() ^ y.unwrap(),
+            "round {round}: exactly one claim wins"
+        );
     }
     a.close().await;
     b.close().await;
@@ -149,4 +152,28 @@ async fn the_sqlite_file_still_has_one_owner() {
     let err = SqlStore::open(db.path()).await.unwrap_err();
     assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
     first.close().await;
+}
+
+/// Background work has one leader at a time; when the leader goes away another replica takes
+/// over at its next ask.
+#[tokio::test]
+async fn one_replica_leads_the_background_work_until_it_goes_away() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let (a, b) = tokio::join!(db.open(), db.open());
+    assert!(a.lead_background().await);
+    assert!(a.lead_background().await, "the leader keeps leading");
+    assert!(!b.lead_background().await, "one leader at a time");
+    a.close().await;
+    let mut took_over = false;
+    for _ in 0..50 {
+        if b.lead_background().await {
+            took_over = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(took_over, "the other replica leads once the first is gone");
+    b.close().await;
 }

@@ -4,9 +4,8 @@
 use std::path::Path;
 
 use executor_store::{
-    Backend,
-    ConnectionKey, ConnectionRecord, IntegrationRecord, Owner, SCHEMA_VERSION, Scope, SqlStore,
-    Store, StoreError, ToolAddress, ToolFilter, ToolRecord,
+    Backend, ConnectionKey, ConnectionRecord, IntegrationRecord, Owner, SCHEMA_VERSION, Scope,
+    SqlStore, Store, StoreError, ToolAddress, ToolFilter, ToolRecord,
 };
 use serde_json::{Map, Value, json};
 
@@ -1275,7 +1274,7 @@ both_backends! {
         store.mark_stale(&scope, &interrupted.key()).await.unwrap();
         db.execute_raw("UPDATE connection SET pending_create = 1 WHERE name = 'interrupted'")
             .await;
-        let taken = store.take_pending_connections(&scope).await.unwrap();
+        let taken = store.take_pending_connections(&scope, i64::MAX).await.unwrap();
         assert_eq!(
             taken.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
             ["interrupted"]
@@ -1295,7 +1294,7 @@ both_backends! {
         assert_eq!(tools.len(), 1, "{tools:?}");
         assert!(
             store
-                .take_pending_connections(&scope)
+                .take_pending_connections(&scope, i64::MAX)
                 .await
                 .unwrap()
                 .is_empty()

@@ -2,8 +2,7 @@
 //! delete that takes the entries with it and nothing else.
 
 use executor_store::{
-    Owner, Scope, StoreError, ToolkitEntryKind, ToolkitEntryRecord, ToolkitRecord,
-    ToolkitStore,
+    Owner, Scope, StoreError, ToolkitEntryKind, ToolkitEntryRecord, ToolkitRecord, ToolkitStore,
 };
 
 mod support;

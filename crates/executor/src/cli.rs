@@ -216,6 +216,71 @@ impl CallFlags {
     }
 }
 
+/// Where everything is kept, shared by `web`, `daemon run` and `mcp`.
+#[derive(Args, Clone)]
+struct DatabaseFlags {
+    /// Keep everything in this PostgreSQL database (`postgres://user:password@host:5432/db`)
+    /// instead of the data directory's SQLite file; any number of servers may share it. Needs
+    /// EXECUTOR_SECRET_KEY, the same on every server.
+    #[arg(
+        long,
+        env = "EXECUTOR_DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    database_url: Option<String>,
+}
+
+/// Where the store lives, validated.
+#[derive(Clone)]
+pub(crate) enum Database {
+    /// `data.db` in the data directory.
+    DataDir,
+    /// A PostgreSQL database replicas share, and the key every replica seals secrets with.
+    Postgres {
+        url: String,
+        key: executor_store::MasterKey,
+    },
+}
+
+impl DatabaseFlags {
+    fn database(&self) -> anyhow::Result<Database> {
+        let Some(url) = self
+            .database_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        else {
+            return Ok(Database::DataDir);
+        };
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            bail!(
+                "--database-url must be a postgres:// URL; SQLite needs none (it is the data directory's data.db)"
+            );
+        }
+        let env = executor_store::SECRET_KEY_ENV;
+        let Some(text) = std::env::var(env).ok().filter(|k| !k.trim().is_empty()) else {
+            bail!(
+                "{env} is required with a PostgreSQL database: every server sharing it seals and opens secrets with that key. Generate one with `openssl rand -hex 32` and give each server the same value"
+            );
+        };
+        let key = executor_store::MasterKey::parse(text.trim())
+            .with_context(|| format!("reading {env}"))?;
+        Ok(Database::Postgres {
+            url: url.to_owned(),
+            key,
+        })
+    }
+
+    /// What a background start hands its child, by environment (the URL holds a password).
+    fn forwarded_env(&self) -> Vec<(&'static str, String)> {
+        self.database_url
+            .iter()
+            .map(|url| ("EXECUTOR_DATABASE_URL", url.clone()))
+            .collect()
+    }
+}
+
 #[derive(Args, Clone)]
 struct McpFlags {
     /// How approvals reach a person: `model` (the agent asks and calls `resume`), `native`
@@ -236,6 +301,8 @@ struct McpFlags {
     pause_ttl: String,
     #[command(flatten)]
     calls: CallFlags,
+    #[command(flatten)]
+    database: DatabaseFlags,
 }
 
 /// Validated settings of `executor mcp`.
@@ -248,6 +315,7 @@ pub(crate) struct McpSettings {
     /// The toolkit whose endpoint to serve, if any.
     pub(crate) toolkit: Option<String>,
     pub(crate) calls: executor_engine::CallLimitsConfig,
+    pub(crate) database: Database,
 }
 
 impl McpFlags {
@@ -274,6 +342,7 @@ impl McpFlags {
             pause_ttl: pause_ttl(&self.pause_ttl)?,
             elicitation_mode,
             calls: self.calls.limits()?,
+            database: self.database.database()?,
         })
     }
 }
@@ -321,6 +390,17 @@ struct ServeFlags {
     /// Most `/mcp` sessions alive at once for one bearer token (same rules).
     #[arg(long, env = "EXECUTOR_MAX_MCP_SESSIONS_PER_TOKEN", default_value_t = executor_server::McpSessionLimits::DEFAULT_PER_TOKEN)]
     max_mcp_sessions_per_token: usize,
+    #[command(flatten)]
+    database: DatabaseFlags,
+    /// The API's bearer token, instead of the one minted into the data directory (replicas
+    /// behind one load balancer share one; at least 16 characters).
+    #[arg(
+        long,
+        env = "EXECUTOR_AUTH_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    auth_token: Option<String>,
 }
 
 /// Everything the server needs, validated.
@@ -335,6 +415,9 @@ pub(crate) struct Settings {
     pub(crate) mcp_sessions: executor_server::McpSessionLimits,
     /// `web` (a server in a terminal) rather than `daemon run`: said in the manifest.
     pub(crate) foreground_web: bool,
+    pub(crate) database: Database,
+    /// The API token given by the operator; `None`: the data directory's own.
+    pub(crate) auth_token: Option<String>,
 }
 
 impl ServeFlags {
@@ -358,8 +441,22 @@ impl ServeFlags {
                 self.max_mcp_sessions_per_token,
             )?,
             foreground_web: false,
+            database: self.database.database()?,
+            auth_token: self.auth_token.as_deref().map(auth_token).transpose()?,
         })
     }
+}
+
+/// An operator's API token: long enough not to be guessed, and sendable in a header.
+fn auth_token(raw: &str) -> anyhow::Result<String> {
+    let token = raw.trim();
+    if token.chars().count() < 16 {
+        bail!("--auth-token must be at least 16 characters");
+    }
+    if !token.chars().all(|c| c.is_ascii_graphic()) {
+        bail!("--auth-token must be printable ASCII without spaces");
+    }
+    Ok(token.to_owned())
 }
 
 fn mcp_session_limits(
@@ -483,12 +580,17 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         Command::Daemon(DaemonCommand::Run(flags)) => {
             let settings = flags.settings()?;
             let args = flags.forwarded_args(&settings);
+            let mut env = flags.database.forwarded_env();
+            if let Some(token) = &settings.auth_token {
+                env.push(("EXECUTOR_AUTH_TOKEN", token.clone()));
+            }
             block_on(daemon::run_background(
                 &settings.data_dir,
                 &settings.scope_dir,
                 settings.bind.0,
                 settings.bind.1,
                 args,
+                env,
             ))
         }
         Command::Daemon(DaemonCommand::Status(connect)) => {

@@ -37,6 +37,7 @@ pub(crate) fn run(settings: McpSettings) -> anyhow::Result<ExitCode> {
 async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
     match open_engine(
         &settings.data_dir,
+        &settings.database,
         &settings.scope_dir,
         settings.execution_timeout,
         settings.pause_ttl,

@@ -12,7 +12,7 @@ use executor_store::{DataDirLock, SqlStore, StoreError};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::Settings;
+use crate::cli::{Database, Settings};
 use crate::control::{
     auth_path, load_or_mint_token, remove_manifest_of, server_url, write_manifest,
 };
@@ -74,12 +74,27 @@ fn local_caller(scope_dir: &Path) -> Caller {
     Caller::local(format!("{base}-{}", &hash[..8]))
 }
 
+/// The tenant of a shared database: one deployment is one workspace, whatever directory each
+/// replica runs in. `EXECUTOR_ORG_SLUG` names it (the team server's organisation), else
+/// `default`.
+fn shared_caller() -> Caller {
+    let slug = std::env::var("EXECUTOR_ORG_SLUG")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".to_owned());
+    Caller::local(slug)
+}
+
 /// The data directory opened by this process: the store (owner lock held) and its engine.
 pub(crate) struct Opened {
     pub(crate) store: Arc<SqlStore>,
     pub(crate) engine: Engine,
     /// Who this process acts for: the local owner of the scope directory's tenant.
     pub(crate) caller: Caller,
+    /// With PostgreSQL the store holds no lock: this keeps the data directory (manifest, token,
+    /// logs) to this process.
+    _dir_lock: Option<DataDirLock>,
 }
 
 pub(crate) enum OpenError {
@@ -104,6 +119,7 @@ pub(crate) fn lock_data_dir(data_dir: &Path) -> Result<DataDirLock, OpenError> {
 /// inside the IO runtime.
 pub(crate) async fn open_engine(
     data_dir: &Path,
+    database: &Database,
     scope_dir: &Path,
     execution_timeout: Duration,
     pause_ttl: Duration,
@@ -113,6 +129,7 @@ pub(crate) async fn open_engine(
     open_engine_locked(
         data_dir,
         lock,
+        database,
         scope_dir,
         execution_timeout,
         pause_ttl,
@@ -126,21 +143,35 @@ pub(crate) async fn open_engine(
 pub(crate) async fn open_engine_locked(
     data_dir: &Path,
     lock: DataDirLock,
+    database: &Database,
     scope_dir: &Path,
     execution_timeout: Duration,
     pause_ttl: Duration,
     calls: executor_engine::CallLimitsConfig,
 ) -> Result<Opened, OpenError> {
-    let store = match SqlStore::open_with_lock(data_dir, lock).await {
+    let (opened, dir_lock) = match database {
+        Database::DataDir => (SqlStore::open_with_lock(data_dir, lock).await, None),
+        Database::Postgres { url, key } => (
+            SqlStore::connect_postgres(url, key.clone()).await,
+            Some(lock),
+        ),
+    };
+    let store = match opened {
         Ok(store) => Arc::new(store),
         Err(e) => {
-            return Err(OpenError::Other(anyhow::Error::new(e).context(format!(
-                "opening the data directory {}",
-                data_dir.display()
-            ))));
+            let what = match database {
+                Database::DataDir => format!("opening the data directory {}", data_dir.display()),
+                Database::Postgres { url, .. } => {
+                    format!("opening the PostgreSQL database {}", without_password(url))
+                }
+            };
+            return Err(OpenError::Other(anyhow::Error::new(e).context(what)));
         }
     };
-    let caller = local_caller(scope_dir);
+    let caller = match database {
+        Database::DataDir => local_caller(scope_dir),
+        Database::Postgres { .. } => shared_caller(),
+    };
     let engine = Engine::new(
         store.clone(),
         EngineConfig {
@@ -177,6 +208,7 @@ pub(crate) async fn open_engine_locked(
             store,
             engine,
             caller,
+            _dir_lock: dir_lock,
         };
         opened.close().await;
         return Err(OpenError::Other(
@@ -187,7 +219,20 @@ pub(crate) async fn open_engine_locked(
         store,
         engine,
         caller,
+        _dir_lock: dir_lock,
     })
+}
+
+/// A database URL fit for a log line or an error: its password replaced.
+fn without_password(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        Ok(parsed) => parsed.to_string(),
+        Err(_) => "(an unreadable URL)".to_owned(),
+    }
 }
 
 impl Opened {
@@ -214,13 +259,17 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     };
     // The token before the port: a client that connects as soon as it is bound reads the token
     // file then, and must find the token this server will check.
-    let token = load_or_mint_token(&settings.data_dir)?;
+    let token = match &settings.auth_token {
+        Some(token) => token.clone(),
+        None => load_or_mint_token(&settings.data_dir)?,
+    };
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(settings.bind))
         .await
         .with_context(|| format!("binding {}:{}", settings.bind.0, settings.bind.1))?;
     let opened = match open_engine_locked(
         &settings.data_dir,
         lock,
+        &settings.database,
         &settings.scope_dir,
         settings.execution_timeout,
         settings.pause_ttl,
@@ -275,13 +324,24 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     // The token opens the API: shown to a person at a terminal, never written to a log file.
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         println!("Open {url}/?_token={token} in your browser to use it.");
+    } else if settings.auth_token.is_some() {
+        println!("API token: the one given (send it as `Authorization: Bearer <token>`)");
     } else {
         println!(
             "API token: {} (send it as `Authorization: Bearer <token>`)",
             auth_path(&settings.data_dir).display()
         );
     }
-    tracing::info!(data_dir = %settings.data_dir.display(), "ready");
+    match &settings.database {
+        Database::DataDir => {
+            tracing::info!(data_dir = %settings.data_dir.display(), "ready");
+        }
+        Database::Postgres { url, .. } => tracing::info!(
+            data_dir = %settings.data_dir.display(),
+            database = %without_password(url),
+            "ready"
+        ),
+    }
 
     wait_for_signal().await;
     tracing::info!("shutting down");

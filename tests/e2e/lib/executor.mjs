@@ -218,7 +218,7 @@ export async function startExecutor(opts = {}) {
   throw lastError;
 }
 
-async function startOnce({ dataDir, port, ownsDataDir, args = [], env = {}, executionTimeout, readyTimeoutMs = 20_000 }) {
+async function startOnce({ dataDir, port, ownsDataDir, args = [], env = {}, executionTimeout, readyTimeoutMs = 20_000, authToken }) {
   const fullArgs = ["web", "--port", String(port), "--hostname", "127.0.0.1", ...EXTRA_ARGS];
   const fullEnv = { EXECUTOR_DATA_DIR: dataDir, EXECUTOR_SCOPE_DIR: dataDir, ...env };
   if (executionTimeout !== undefined) {
@@ -258,7 +258,7 @@ async function startOnce({ dataDir, port, ownsDataDir, args = [], env = {}, exec
   // Give the URL line a moment to be flushed if health came up first.
   for (let i = 0; i < 10 && !parsePrintedUrl(proc.out()); i++) await sleep(50);
   const printed = parsePrintedUrl(proc.out());
-  let token = printed?.token ?? readTokenFile(dataDir) ?? process.env.EXECUTOR_E2E_AUTH_TOKEN;
+  let token = authToken ?? printed?.token ?? readTokenFile(dataDir) ?? process.env.EXECUTOR_E2E_AUTH_TOKEN;
 
   const authHeaders = () => (token ? { authorization: `Bearer ${token}` } : {});
 

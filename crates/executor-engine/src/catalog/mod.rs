@@ -15,6 +15,9 @@ mod mcp;
 
 pub(crate) use mcp::watch_list_changed;
 mod openapi;
+mod replicas;
+
+pub(crate) use replicas::follow_other_replicas;
 
 pub use openapi::OpenApiPreview;
 pub(crate) mod tool_cache;
@@ -31,6 +34,10 @@ use crate::Engine;
 use crate::caller::{Caller, RowsKey};
 use crate::error::{EngineError, EngineResult};
 use crate::kinds::Kind;
+
+/// A create still pending after this long was interrupted: producing a catalog takes at most
+/// a few call timeouts.
+const INTERRUPTED_CREATE_AGE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// Slug of the static built-in integration, always listed first.
 use crate::credentials::providers::item_ids;
@@ -595,12 +602,18 @@ impl Engine {
     }
 
     /// Undoes the creates a previous process never answered (it died while producing their
-    /// tools): their rows and the values they wrote. Run at start, before serving.
+    /// tools): their rows and the values they wrote. Run at start, before serving. Replicas of
+    /// a shared database leave alone creates younger than [`INTERRUPTED_CREATE_AGE`]: another
+    /// replica may be producing their tools right now.
     pub async fn discard_interrupted_creates(&self, caller: &Caller) -> EngineResult<usize> {
-        let taken = self
-            .inner
-            .store
-            .take_pending_connections(caller.scope())
+        let store = &self.inner.store;
+        let created_before = if store.catalog_changes().is_some() {
+            now_ms().saturating_sub(INTERRUPTED_CREATE_AGE.as_millis() as i64)
+        } else {
+            i64::MAX
+        };
+        let taken = store
+            .take_pending_connections(caller.scope(), created_before)
             .await?;
         for record in &taken {
             tracing::warn!(

@@ -680,6 +680,18 @@ impl Engine {
                 self.sweep_expired(now).await;
                 return Ok(ExecutionOutcome::Completed(self.expired_outcome()));
             }
+            // Of replicas sharing the database, another may have resumed this pause from its
+            // journal: the live copy runs only if the store's claim is ours.
+            if self.shared_store()
+                && !self
+                    .inner
+                    .store
+                    .claim_paused_execution(paused.live.journal.caller.scope(), id, now)
+                    .await?
+            {
+                paused.abandon();
+                return self.resume_stored(caller, id, action, content, now).await;
+            }
             paused
                 .live
                 .journal
@@ -726,6 +738,10 @@ impl Engine {
                     .unwrap_or_else(|| self.expired_outcome());
                 Ok(ExecutionOutcome::Completed(outcome))
             }
+            // Of replicas sharing the database, another is resuming it: its outcome is ours.
+            ExecutionStatus::Running if self.shared_store() => {
+                self.outcome_of_other_replica(caller, id).await
+            }
             // Not being resumed here (that would have been joined above): left behind by a
             // process that stopped while resuming it.
             ExecutionStatus::Running => Ok(ExecutionOutcome::Completed(interrupted_outcome())),
@@ -738,6 +754,10 @@ impl Engine {
                     .claim_paused_execution(caller.scope(), id, now)
                     .await?
                 {
+                    // Another replica claimed it between our read and our claim.
+                    if self.shared_store() {
+                        return self.outcome_of_other_replica(caller, id).await;
+                    }
                     return Err(not_found());
                 }
                 let calls = store.execution_calls(id).await?;
@@ -789,14 +809,60 @@ impl Engine {
         self.inner.feed.watch(caller)
     }
 
-    /// Fails executions a previous process left `running` (once per engine).
+    /// Fails executions a previous process left `running` (once per engine). Replicas of a
+    /// shared database leave that to the leader's sweep.
     async fn recover(&self) {
-        recover(&self.inner).await;
+        if !self.shared_store() {
+            recover(&self.inner).await;
+        }
+    }
+
+    /// Whether other processes (replicas) write this database too.
+    fn shared_store(&self) -> bool {
+        self.inner.store.catalog_changes().is_some()
+    }
+
+    /// Waits for the replica resuming `id` to settle it or pause it again, and answers that,
+    /// so two callers resuming one pause on two replicas hear the same outcome.
+    async fn outcome_of_other_replica(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> EngineResult<ExecutionOutcome> {
+        let deadline = tokio::time::Instant::now() + STALE_RUNNING;
+        loop {
+            tokio::time::sleep(OTHER_REPLICA_POLL).await;
+            let Some(rec) = self.inner.store.get_execution(caller.scope(), id).await? else {
+                return Err(EngineError::ExecutionNotFound {
+                    execution_id: id.to_owned(),
+                });
+            };
+            match rec.status {
+                status if status.is_settled() => {
+                    return Ok(ExecutionOutcome::Completed(
+                        rec.outcome
+                            .as_ref()
+                            .and_then(journal::completed_from_json)
+                            .unwrap_or_else(|| self.expired_outcome()),
+                    ));
+                }
+                ExecutionStatus::Paused => {
+                    return Ok(ExecutionOutcome::Paused(
+                        self.paused_execution(caller, id).await?,
+                    ));
+                }
+                _ if tokio::time::Instant::now() >= deadline => {
+                    return Ok(ExecutionOutcome::Completed(interrupted_outcome()));
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Marks due pauses expired in the store and abandons their live executions.
     async fn sweep_expired(&self, now: i64) {
-        sweep_expired(&self.inner, now).await;
+        let leads = self.inner.store.lead_background().await;
+        sweep_expired(&self.inner, now, leads).await;
     }
 
     fn expired_outcome(&self) -> Completed {
@@ -804,35 +870,59 @@ impl Engine {
     }
 }
 
+/// How long a `running` row of a shared database may go without an update before the leader
+/// takes its replica for dead and fails it. A live resume settles (or pauses again) well within
+/// it: its code runs under the execution timeout, and a person's answer pauses it again.
+const STALE_RUNNING: Duration = Duration::from_secs(30 * 60);
+/// How often a replica looks whether the one resuming an execution is done with it.
+const OTHER_REPLICA_POLL: Duration = Duration::from_millis(20);
+
+/// Fails executions a dead process left `running`. A database this process owns: every such
+/// row, once per engine (they are the previous process's). A shared one: rows no replica has
+/// touched for [`STALE_RUNNING`], at every sweep of the leader.
 pub(crate) async fn recover(inner: &Inner) {
-    inner
-        .executions
-        .recovered
-        .get_or_init(|| async {
-            let outcome = journal::completed_to_json(&interrupted_outcome());
+    let outcome = journal::completed_to_json(&interrupted_outcome());
+    let fail = |updated_before: i64| {
+        let outcome = &outcome;
+        async move {
             match inner
                 .store
-                .fail_running_executions(now_ms(), &outcome)
+                .fail_running_executions(now_ms(), updated_before, outcome)
                 .await
             {
                 Ok(0) => {}
                 Ok(n) => tracing::warn!(
                     count = n,
-                    "executions interrupted by a restart while resuming were marked failed"
+                    "executions interrupted while resuming (a restart, or a replica gone) were marked failed"
                 ),
                 Err(e) => tracing::error!(error = %e, "could not recover interrupted executions"),
             }
-        })
-        .await;
+        }
+    };
+    if inner.store.catalog_changes().is_some() {
+        fail(now_ms().saturating_sub(ttl_ms(STALE_RUNNING))).await;
+    } else {
+        inner
+            .executions
+            .recovered
+            .get_or_init(|| fail(now_ms()))
+            .await;
+    }
 }
 
-pub(crate) async fn sweep_expired(inner: &Inner, now: i64) {
+/// Expires due pauses: in the store when `leads` (one process of the deployment does), and
+/// this process's live ones always.
+pub(crate) async fn sweep_expired(inner: &Inner, now: i64, leads: bool) {
     let outcome = journal::completed_to_json(&expired_outcome(inner.pause_ttl));
-    let expired = match inner.store.expire_paused_executions(now, &outcome).await {
-        Ok(ids) => ids,
-        Err(e) => {
-            tracing::error!(error = %e, "could not expire paused executions");
-            Vec::new()
+    let expired = if !leads {
+        Vec::new()
+    } else {
+        match inner.store.expire_paused_executions(now, &outcome).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::error!(error = %e, "could not expire paused executions");
+                Vec::new()
+            }
         }
     };
     let abandoned: Vec<PausedExecution> = {
@@ -866,9 +956,13 @@ pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
         loop {
             {
                 let Some(inner) = weak.upgrade() else { return };
-                recover(&inner).await;
+                // Of several replicas, one does the store's share; each expires its own.
+                let leads = inner.store.lead_background().await;
+                if leads {
+                    recover(&inner).await;
+                }
                 let now = now_ms();
-                sweep_expired(&inner, now).await;
+                sweep_expired(&inner, now, leads).await;
                 if inner
                     .documents
                     .evict_idle_extractions(crate::kinds::COMPILED_SPEC_IDLE)
@@ -878,7 +972,7 @@ pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
                         (release.0)();
                     }
                 }
-                if last_purge.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
+                if leads && last_purge.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
                     last_purge = Some(tokio::time::Instant::now());
                     let before = now.saturating_sub(ttl_ms(inner.history_retention));
                     match inner.store.delete_settled_executions(before).await {

@@ -126,29 +126,42 @@ impl Engine {
     ) -> EngineResult<PolicyView> {
         let pattern = parse_pattern(pattern)?;
         let action = parse_action(action)?;
-        let set = self.policy_set(&global(caller)).await?;
         let position = match position {
             Some(p) => {
                 validate_position(&p)
                     .map_err(|e| invalid(format!("Invalid position {p:?}: {e}")))?;
-                p
+                Some(p)
             }
-            None => default_position(set.rules(), owner, &pattern),
+            None => None,
         };
         let now = now_ms();
-        let record = PolicyRecord {
+        let mut record = PolicyRecord {
             id: policy_id(rand::random(), now),
             owner,
             pattern: pattern.as_str().to_owned(),
             action: action.as_str().to_owned(),
-            position,
+            position: position.clone().unwrap_or_default(),
             created_at: now,
             updated_at: now,
             author,
         };
-        self.inner
+        // The default place is chosen inside the write, from the rules as they are then.
+        let place = |visible: &[PolicyRecord]| {
+            let rules: Vec<PolicyRule> = visible.iter().filter_map(rule_from).collect();
+            default_position(&rules, owner, &pattern)
+        };
+        record.position = self
+            .inner
             .store
-            .insert_policy(caller.scope(), &record)
+            .insert_policy(
+                caller.scope(),
+                &record,
+                if position.is_none() {
+                    Some(&place)
+                } else {
+                    None
+                },
+            )
             .await?;
         self.policies_changed();
         self.policy_view(caller, &record, &pattern, action).await

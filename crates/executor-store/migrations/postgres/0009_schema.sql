@@ -255,5 +255,7 @@ CREATE TRIGGER oauth_client_changed AFTER INSERT OR UPDATE OR DELETE ON oauth_cl
     FOR EACH STATEMENT EXECUTE FUNCTION executor_catalog_changed();
 CREATE TRIGGER toolkit_changed AFTER INSERT OR UPDATE OR DELETE ON toolkit
     FOR EACH STATEMENT EXECUTE FUNCTION executor_catalog_changed();
+CREATE TRIGGER secret_changed AFTER INSERT OR UPDATE OR DELETE ON secret
+    FOR EACH STATEMENT EXECUTE FUNCTION executor_catalog_changed();
 CREATE TRIGGER toolkit_entry_changed AFTER INSERT OR UPDATE OR DELETE ON toolkit_entry
     FOR EACH STATEMENT EXECUTE FUNCTION executor_catalog_changed();

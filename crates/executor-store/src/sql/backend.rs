@@ -17,7 +17,10 @@ pub enum Backend {
 
 impl Backend {
     /// `text` as this backend's statement.
-    pub(crate) fn sql(self, text: impl Into<Cow<'static, str>>) -> AssertSqlSafe<Cow<'static, str>> {
+    pub(crate) fn sql(
+        self,
+        text: impl Into<Cow<'static, str>>,
+    ) -> AssertSqlSafe<Cow<'static, str>> {
         let text = text.into();
         AssertSqlSafe(match self {
             Backend::Sqlite => text,

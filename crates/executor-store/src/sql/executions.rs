@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::any::AnyRow;
 use sqlx::Row;
+use sqlx::any::AnyRow;
 
 use super::{Backend, SqlStore, opt_json, opt_to_json, parse_json, to_json};
 use crate::executions::{
@@ -90,11 +90,7 @@ fn execution_from_row(row: &AnyRow) -> Result<ExecutionRecord> {
     })
 }
 
-fn call_from_row(
-    key: &MasterKey,
-    execution_id: &str,
-    row: &AnyRow,
-) -> Result<ExecutionCallRecord> {
+fn call_from_row(key: &MasterKey, execution_id: &str, row: &AnyRow) -> Result<ExecutionCallRecord> {
     let seq: i64 = row.try_get("seq")?;
     let open = |field: &str, text: String| open_call_field(key, execution_id, seq, field, text);
     Ok(ExecutionCallRecord {
@@ -361,9 +357,14 @@ impl ExecutionStore for SqlStore {
         execution_id: &str,
         call: &ExecutionCallRecord,
     ) -> Result<()> {
-        bind_call(sqlx::query(self.backend.sql(UPSERT_CALL)), &self.key, execution_id, call)?
-            .execute(&self.writer)
-            .await?;
+        bind_call(
+            sqlx::query(self.backend.sql(UPSERT_CALL)),
+            &self.key,
+            execution_id,
+            call,
+        )?
+        .execute(&self.writer)
+        .await?;
         Ok(())
     }
 
@@ -476,15 +477,21 @@ impl ExecutionStore for SqlStore {
         .await?)
     }
 
-    async fn fail_running_executions(&self, now: i64, outcome: &Value) -> Result<u64> {
+    async fn fail_running_executions(
+        &self,
+        now: i64,
+        updated_before: i64,
+        outcome: &Value,
+    ) -> Result<u64> {
         Ok(sqlx::query(self.backend.sql(
             "UPDATE execution SET status = 'failed', updated_at = ?, finished_at = ?, \
                pending = NULL, outcome = ? \
-             WHERE status = 'running'",
+             WHERE status = 'running' AND updated_at <= ?",
         ))
         .bind(now)
         .bind(now)
         .bind(to_json(outcome)?)
+        .bind(updated_before)
         .execute(&self.writer)
         .await?
         .rows_affected())

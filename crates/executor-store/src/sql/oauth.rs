@@ -205,11 +205,14 @@ impl SqlStore {
     ) -> Result<()> {
         let subject = write_subject(scope, rec.owner)?;
         let mut tx = self.begin_write(&scope.tenant).await?;
-        sqlx::query(self.backend.sql("DELETE FROM oauth_session WHERE tenant = ? AND expires_at <= ?"))
-            .bind(&scope.tenant)
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            self.backend
+                .sql("DELETE FROM oauth_session WHERE tenant = ? AND expires_at <= ?"),
+        )
+        .bind(&scope.tenant)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
         sqlx::query(self.backend.sql(concat!(
             "INSERT INTO oauth_session (tenant, subject, ",
             session_cols!(),

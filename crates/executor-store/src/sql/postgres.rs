@@ -2,7 +2,7 @@
 //! announcement of other replicas' writes.
 //!
 //! Every statement that changes a catalog table (integrations, connections, tools, policies,
-//! toolkits, OAuth clients) bumps the one-row `generation` counter and NOTIFYs `executor_changes`
+//! toolkits, OAuth clients, secrets) bumps the one-row `generation` counter and NOTIFYs `executor_changes`
 //! with its new value, from a statement trigger (in the schema migration), so no write path can forget
 //! it. Each store keeps a dedicated LISTEN connection; a notification, or a reconnect that finds
 //! the counter moved, is announced to the store's subscribers, who drop what they cached.
@@ -73,11 +73,10 @@ impl Drop for Changes {
 }
 
 async fn current(listener: &mut PgListener) -> Result<i64> {
-    let value: Option<i64> =
-        sqlx::query_scalar("SELECT value FROM generation WHERE id = 1")
-            .fetch_optional(&mut *listener)
-            .await
-            .unwrap_or(None);
+    let value: Option<i64> = sqlx::query_scalar("SELECT value FROM generation WHERE id = 1")
+        .fetch_optional(&mut *listener)
+        .await
+        .unwrap_or(None);
     Ok(value.unwrap_or(0))
 }
 
@@ -117,6 +116,54 @@ async fn follow(mut listener: PgListener, url: String, tx: watch::Sender<i64>) {
         }
         if tx.is_closed() {
             return;
+        }
+    }
+}
+
+/// The advisory lock whose holder runs the deployment's background work.
+const LEADER_LOCK: i64 = 0x4578_6563_4c65_6164; // "ExecLead"
+
+/// One replica at a time leads: it holds a session advisory lock on a connection of its own,
+/// so the lock goes with the process (or its connection) and the next replica that asks
+/// takes it.
+#[derive(Debug)]
+pub(crate) struct Leader {
+    url: String,
+    held: tokio::sync::Mutex<Option<sqlx::PgConnection>>,
+}
+
+impl Leader {
+    pub(crate) fn new(url: &str) -> Leader {
+        Leader {
+            url: url.to_owned(),
+            held: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether this store leads now (taking the lock when nobody holds it).
+    pub(crate) async fn lead(&self) -> bool {
+        use sqlx::Connection as _;
+        let mut held = self.held.lock().await;
+        if let Some(conn) = held.as_mut() {
+            if conn.ping().await.is_ok() {
+                return true;
+            }
+            // The connection (and with it the lock) is gone: ask again below.
+            *held = None;
+        }
+        let Ok(mut conn) = sqlx::PgConnection::connect(&self.url).await else {
+            return false;
+        };
+        let taken: Result<bool, _> = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(LEADER_LOCK)
+            .fetch_one(&mut conn)
+            .await;
+        if matches!(taken, Ok(true)) {
+            *held = Some(conn);
+            true
+        } else {
+            conn.close().await.ok();
+            false
         }
     }
 }

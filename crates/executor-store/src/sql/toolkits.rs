@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use executor_core::{Owner, now_ms};
-use sqlx::any::AnyRow;
 use sqlx::Row;
+use sqlx::any::AnyRow;
 
 use super::{SqlStore, is_unique_violation, owner_col, stamp, write_subject};
 use crate::{
@@ -116,23 +116,27 @@ impl ToolkitStore for SqlStore {
             return Ok(false);
         };
         let mut tx = self.begin_write(&scope.tenant).await?;
-        let done = sqlx::query(self.backend.sql(
-            "DELETE FROM toolkit WHERE tenant = ? AND owner = ? AND subject = ? AND id = ?",
-        ))
-        .bind(&scope.tenant)
-        .bind(owner.as_str())
-        .bind(subject)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Ok(false);
-        }
-        sqlx::query(self.backend.sql("DELETE FROM toolkit_entry WHERE tenant = ? AND toolkit_id = ?"))
+        let done =
+            sqlx::query(self.backend.sql(
+                "DELETE FROM toolkit WHERE tenant = ? AND owner = ? AND subject = ? AND id = ?",
+            ))
             .bind(&scope.tenant)
+            .bind(owner.as_str())
+            .bind(subject)
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(
+            self.backend
+                .sql("DELETE FROM toolkit_entry WHERE tenant = ? AND toolkit_id = ?"),
+        )
+        .bind(&scope.tenant)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(true)
     }

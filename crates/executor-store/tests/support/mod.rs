@@ -76,7 +76,10 @@ impl TestDb {
         self.try_open_with_key(key).await.expect("open store")
     }
 
-    pub(crate) async fn try_open_with_key(&self, key: MasterKey) -> executor_store::Result<SqlStore> {
+    pub(crate) async fn try_open_with_key(
+        &self,
+        key: MasterKey,
+    ) -> executor_store::Result<SqlStore> {
         match &self.place {
             Place::Sqlite(dir) => SqlStore::open_with_key(dir.path(), key).await,
             Place::Postgres(url) => SqlStore::connect_postgres(url, key).await,
@@ -90,9 +93,11 @@ impl TestDb {
     pub(crate) async fn execute_raw(&self, sql: &'static str) {
         match &self.place {
             Place::Sqlite(dir) => {
-                let options = sqlx::sqlite::SqliteConnectOptions::new()
-                    .filename(dir.path().join("data.db"));
-                let mut conn = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+                let options =
+                    sqlx::sqlite::SqliteConnectOptions::new().filename(dir.path().join("data.db"));
+                let mut conn = sqlx::SqliteConnection::connect_with(&options)
+                    .await
+                    .unwrap();
                 sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
                 conn.close().await.ok();
             }
@@ -125,7 +130,9 @@ pub(crate) async fn fresh_database(admin: &str) -> String {
         .await
         .expect("create a test database");
     conn.close().await.ok();
-    let (base, _) = admin.rsplit_once('/').expect("a database URL ends in /<name>");
+    let (base, _) = admin
+        .rsplit_once('/')
+        .expect("a database URL ends in /<name>");
     format!("{base}/{name}")
 }
 

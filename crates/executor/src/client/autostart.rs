@@ -48,18 +48,20 @@ pub(crate) async fn ensure_running(target: &Target) -> CliResult<Started> {
         &target.origin,
         port,
         args,
+        Vec::new(),
     )
     .await
 }
 
-/// Starts `executor daemon run --foreground <args>` for `data_dir` unless `origin` answers, and
-/// waits until it does.
+/// Starts `executor daemon run --foreground <args>` (with `env` added to its environment) for
+/// `data_dir` unless `origin` answers, and waits until it does.
 pub(crate) async fn start(
     data_dir: &Path,
     scope_dir: Option<&Path>,
     origin: &str,
     port: u16,
     args: Vec<String>,
+    env: Vec<(&'static str, String)>,
 ) -> CliResult<Started> {
     let spinner = Spinner::start(format!("Starting the Executor daemon on {origin}…"));
     if let Some(started) = running_elsewhere_or_starting(data_dir, origin, port).await? {
@@ -90,7 +92,7 @@ pub(crate) async fn start(
     if let Some(started) = running_elsewhere_or_starting(data_dir, origin, port).await? {
         return Ok(started);
     }
-    let pid = spawn_and_wait(data_dir, scope_dir, origin, &args).await?;
+    let pid = spawn_and_wait(data_dir, scope_dir, origin, &args, &env).await?;
     drop(lock);
     spinner.finish();
     Ok(Started::Spawned(pid))
@@ -140,6 +142,7 @@ async fn spawn_and_wait(
     scope_dir: Option<&Path>,
     origin: &str,
     args: &[String],
+    env: &[(&'static str, String)],
 ) -> CliResult<u32> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
@@ -176,6 +179,9 @@ async fn spawn_and_wait(
     let mut child = std::process::Command::new(exe)
         .args(["daemon", "run", "--foreground"])
         .args(args)
+        // Secrets (a database URL with its password, the API token) go by environment, not
+        // on a command line every user of the machine can read.
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .env("EXECUTOR_DATA_DIR", data_dir)
         .env("EXECUTOR_SCOPE_DIR", &scope_dir)
         .stdin(std::process::Stdio::null())

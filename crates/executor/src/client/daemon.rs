@@ -22,6 +22,7 @@ pub(crate) async fn run_background(
     host: std::net::IpAddr,
     port: u16,
     args: Vec<String>,
+    env: Vec<(&'static str, String)>,
 ) -> CliResult {
     if port == 0 {
         return Err(CliError::usage(
@@ -29,7 +30,7 @@ pub(crate) async fn run_background(
         ));
     }
     let origin = control::server_url(host, port);
-    let started = autostart::start(data_dir, Some(scope_dir), &origin, port, args).await?;
+    let started = autostart::start(data_dir, Some(scope_dir), &origin, port, args, env).await?;
     match started {
         Started::Spawned(pid) => println!("Executor is running at {origin} (pid {pid})"),
         Started::AlreadyRunning => {
@@ -217,8 +218,15 @@ pub(crate) async fn restart(flags: &ConnectFlags, data_dir: &Path) -> CliResult 
         None => (daemon_args(&[], port), target.scope_dir.clone()),
     };
     let scope_dir: Option<PathBuf> = target.scope_dir.clone().or(scope_dir);
-    let started =
-        autostart::start(data_dir, scope_dir.as_deref(), &target.origin, port, args).await?;
+    let started = autostart::start(
+        data_dir,
+        scope_dir.as_deref(),
+        &target.origin,
+        port,
+        args,
+        Vec::new(),
+    )
+    .await?;
     match started {
         Started::Spawned(pid) => println!("Daemon restarted at {} (pid {pid}).", target.origin),
         Started::AlreadyRunning => println!("Executor is running at {}.", target.origin),
