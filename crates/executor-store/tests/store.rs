@@ -1301,4 +1301,29 @@ both_backends! {
         );
         store.close().await;
     }
+
+    /// Agent MCP sessions: kept once (a second save of the id changes nothing), read back,
+    /// deleted, and purged by age.
+    async fn mcp_sessions_round_trip_and_purge(db: &TestDb) {
+        use executor_store::McpSessionRecord;
+        let store = db.open().await;
+        let rec = |id: &str, created_at: i64| McpSessionRecord {
+            id: id.into(),
+            token_hash: "ab".repeat(32),
+            resource: "/toolkits/ops".into(),
+            initialize: json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
+            created_at,
+        };
+        store.save_mcp_session(&rec("s1", 100)).await.unwrap();
+        let mut other = rec("s1", 100);
+        other.resource = String::new();
+        store.save_mcp_session(&other).await.unwrap();
+        assert_eq!(store.get_mcp_session("s1").await.unwrap(), Some(rec("s1", 100)));
+        store.save_mcp_session(&rec("s2", 200)).await.unwrap();
+        assert_eq!(store.delete_mcp_sessions_before(150).await.unwrap(), 1);
+        assert_eq!(store.get_mcp_session("s1").await.unwrap(), None);
+        store.delete_mcp_session("s2").await.unwrap();
+        assert_eq!(store.get_mcp_session("s2").await.unwrap(), None);
+        store.close().await;
+    }
 }

@@ -7,10 +7,15 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { randomBytes } from "node:crypto";
 import { serveMcpServer } from "../lib/fixture.mjs";
-import { startExecutor, makeDataDir, freshSlug, show, pollUntil } from "../lib/executor.mjs";
+import { startExecutor, makeDataDir, freshSlug, show, pollUntil, freePort, REPO_ROOT } from "../lib/executor.mjs";
 
 const ADMIN_URL = process.env.EXECUTOR_TEST_POSTGRES_URL;
 if (!ADMIN_URL && process.env.EXECUTOR_TEST_REQUIRE_POSTGRES === "1") {
@@ -227,6 +232,118 @@ test("concurrent writes from both replicas all land, and both see all of them", 
     const mine = listed.body.filter((p) => p.pattern.startsWith(`${slug}.`));
     assert.equal(mine.length, 20, show(mine));
     assert.equal(new Set(mine.map((p) => p.position)).size, 20, "every rule has its own position");
+  }
+});
+
+/** An SDK client of `url` (a new session, or `sessionId`'s) with the replicas' token. */
+async function agent(url, { sessionId, token = TOKEN } = {}) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    sessionId,
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  const client = new Client({ name: "replica-agent", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+const run = async (client, code) => {
+  const r = await client.callTool({ name: "execute", arguments: { code } });
+  return r.structuredContent?.result ?? r.content?.[0]?.text;
+};
+
+test("an agent's MCP session opened on one replica keeps working on the other", T, async () => {
+  const slug = await mcpIntegration(a);
+  const first = await agent(`${a.baseUrl}/mcp`);
+  const id = first.transport.sessionId;
+  assert.ok(id, "a session id");
+  assert.equal(await run(first.client, echo(slug, "on A")), "echo:on A");
+  // The load balancer sends the next requests to B: same session id, no new initialize.
+  const moved = await agent(`${b.baseUrl}/mcp`, { sessionId: id });
+  const listed = await moved.client.listTools();
+  assert.ok(listed.tools.some((t) => t.name === "execute"), show(listed));
+  assert.equal(await run(moved.client, echo(slug, "on B")), "echo:on B");
+  assert.equal(moved.transport.sessionId, id);
+  // Another token cannot bring the session anywhere; another endpoint refuses it.
+  const stranger = await fetch(`${b.baseUrl}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": id, authorization: "Bearer someone-else-entirely" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+  });
+  assert.ok([401, 404].includes(stranger.status), `status ${stranger.status}`);
+  // Ended on B, it is gone for A too once A lets go of it.
+  await moved.transport.terminateSession();
+  const gone = await fetch(`${b.baseUrl}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": id, authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+  });
+  assert.equal(gone.status, 404);
+  await first.client.close().catch(() => {});
+});
+
+/** nginx with docs/deploy/nginx.conf, its two upstreams pointed at `a` and `b`. */
+async function startNginx() {
+  const prefix = await fs.mkdtemp(path.join(os.tmpdir(), "executor-nginx-"));
+  await fs.mkdir(path.join(prefix, "logs"));
+  const port = await freePort();
+  const conf = (await fs.readFile(path.join(REPO_ROOT, "docs/deploy/nginx.conf"), "utf8"))
+    .replace("server 127.0.0.1:4788", `server 127.0.0.1:${a.port}`)
+    .replace("server 127.0.0.1:4789", `server 127.0.0.1:${b.port}`)
+    .replace("listen 127.0.0.1:8080", `listen 127.0.0.1:${port}`);
+  await fs.writeFile(path.join(prefix, "nginx.conf"), conf);
+  const child = spawn("nginx", ["-p", prefix, "-c", "nginx.conf", "-g", `daemon off; pid ${prefix}/nginx.pid;`], { stdio: ["ignore", "ignore", "pipe"] });
+  let err = "";
+  child.stderr.on("data", (d) => (err += d));
+  const up = await pollUntil(
+    async () => {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}/api/health`)).status === 200;
+      } catch {
+        return false;
+      }
+    },
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
+  assert.ok(up, `nginx did not answer: ${err}`);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    upstreams: async () => (await fs.readFile(path.join(prefix, "logs/access.log"), "utf8")).split("\n").filter(Boolean).map((l) => l.split("upstream=")[1]),
+    stop: async () => {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+      await fs.rm(prefix, { recursive: true, force: true });
+    },
+  };
+}
+
+const hasNginx = (() => {
+  try {
+    execFileSync("nginx", ["-v"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+if (!skip && !hasNginx && process.env.EXECUTOR_TEST_REQUIRE_POSTGRES === "1") throw new Error("nginx is not installed (apt-get install nginx)");
+
+test("behind nginx (docs/deploy/nginx.conf): an agent's session and a pause alternate between replicas", { ...T, skip: skip || (!hasNginx && "nginx is not installed") }, async () => {
+  const lb = await startNginx();
+  try {
+    const slug = await mcpIntegration(a);
+    const { client, transport } = await agent(`${lb.url}/mcp`);
+    for (let i = 0; i < 6; i++) assert.equal(await run(client, echo(slug, `lb-${i}`)), `echo:lb-${i}`);
+    await gate(a, slug);
+    const paused = await client.callTool({ name: "execute", arguments: { code: echo(slug, "lb-gated") } });
+    const executionId = paused.structuredContent?.executionId;
+    assert.ok(executionId, show(paused));
+    const resumed = await client.callTool({ name: "resume", arguments: { executionId, action: "accept", content: "{}" } });
+    assert.equal(resumed.structuredContent?.result ?? resumed.content?.[0]?.text, "echo:lb-gated", show(resumed));
+    const mcpUpstreams = new Set((await lb.upstreams()).filter(Boolean));
+    assert.equal(mcpUpstreams.size, 2, `requests reached both replicas: ${[...mcpUpstreams]}`);
+    await transport.terminateSession();
+    await client.close();
+  } finally {
+    await lb.stop();
   }
 });
 

@@ -974,6 +974,11 @@ pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
                 }
                 if leads && last_purge.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
                     last_purge = Some(tokio::time::Instant::now());
+                    let opened_before =
+                        now.saturating_sub(ttl_ms(crate::agent_sessions::AGENT_SESSION_LIFETIME));
+                    if let Err(e) = inner.store.delete_mcp_sessions_before(opened_before).await {
+                        tracing::warn!(error = %e, "could not forget old agent sessions");
+                    }
                     let before = now.saturating_sub(ttl_ms(inner.history_retention));
                     match inner.store.delete_settled_executions(before).await {
                         Ok(0) => {}

@@ -45,6 +45,14 @@ impl Resource {
         (!slug.is_empty() && !slug.contains('/')).then(|| Resource::Toolkit(slug.to_owned()))
     }
 
+    /// Its path below `/mcp`, as kept with a replicated session.
+    pub(crate) fn path(&self) -> String {
+        match self {
+            Resource::Default => String::new(),
+            Resource::Toolkit(slug) => format!("/toolkits/{slug}"),
+        }
+    }
+
     /// The caller a request on this resource acts as: a toolkit is its only policy source.
     pub(crate) fn caller(&self, caller: Caller) -> Caller {
         match self {
@@ -108,7 +116,7 @@ pub fn http_service(
 ) -> StreamableHttpService<ExecutorMcp, CappedSessions> {
     let hosts = allowed_hosts(extra_allowed_hosts);
     let origins = allowed_origins(&hosts);
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
         .enforce_origin_validation()
@@ -116,6 +124,10 @@ pub fn http_service(
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_max_request_body_bytes(crate::MAX_BODY_BYTES)
         .with_cancellation_token(cancel);
+    // Replicas sharing a database: a session another replica opened is replayed here.
+    if engine.shares_database() {
+        config.session_store = Some(Arc::new(sessions::KeptSessions::new(engine.clone())));
+    }
     StreamableHttpService::new(
         move || {
             Ok(ExecutorMcp::new(
@@ -137,7 +149,11 @@ pub(crate) fn router(
     limits: McpSessionLimits,
     cancel: CancellationToken,
 ) -> Router {
-    let sessions = Arc::new(CappedSessions::new(limits));
+    let sessions = Arc::new(if engine.shares_database() {
+        CappedSessions::new(limits).kept_in(engine.clone())
+    } else {
+        CappedSessions::new(limits)
+    });
     let service = http_service(
         engine,
         caller,

@@ -14,16 +14,18 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use executor_engine::{Engine, McpSessionRecord};
 use futures::Stream;
 use rmcp::model::{
-    ClientJsonRpcMessage, ErrorCode, ErrorData, GetExtensions, ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, GetExtensions, ServerJsonRpcMessage,
 };
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
 };
 use rmcp::transport::streamable_http_server::session::{
-    EventStore, RestoreOutcome, ServerSseMessage, SessionId,
+    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionRestoreMarker, SessionState,
+    SessionStore, SessionStoreError,
 };
 use serde_json::json;
 
@@ -74,6 +76,9 @@ pub struct CappedSessions {
     live: Mutex<HashMap<SessionId, Arc<Activity>>>,
     hasher: RandomState,
     epoch: Instant,
+    /// Replicas sharing a database: where each new session is recorded, so another replica
+    /// can serve it ([`KeptSessions`]).
+    kept: Option<Engine>,
 }
 
 impl CappedSessions {
@@ -88,7 +93,19 @@ impl CappedSessions {
             live: Mutex::new(HashMap::new()),
             hasher: RandomState::new(),
             epoch: Instant::now(),
+            kept: None,
         }
+    }
+
+    /// Records every new session in `engine`'s shared database.
+    pub fn kept_in(mut self, engine: Engine) -> Self {
+        self.kept = Some(engine);
+        self
+    }
+
+    /// Where sessions are kept, when replicas share them.
+    pub(crate) fn kept(&self) -> Option<&Engine> {
+        self.kept.as_ref()
     }
 
     /// Live (initialized, not closed) sessions.
@@ -141,6 +158,34 @@ impl CappedSessions {
         self.hasher.hash_one(token)
     }
 
+    /// What to keep of a new session for the other replicas (nothing for a replayed one, which
+    /// is kept already, or without replicas).
+    fn kept_record(
+        &self,
+        id: &SessionId,
+        message: &ClientJsonRpcMessage,
+    ) -> Option<McpSessionRecord> {
+        self.kept.as_ref()?;
+        let ClientJsonRpcMessage::Request(request) = message else {
+            return None;
+        };
+        let extensions = request.request.extensions();
+        if extensions.get::<SessionRestoreMarker>().is_some() {
+            return None;
+        }
+        let ClientRequest::InitializeRequest(init) = &request.request else {
+            return None;
+        };
+        let parts = extensions.get::<axum::http::request::Parts>()?;
+        Some(McpSessionRecord {
+            id: id.to_string(),
+            token_hash: token_hash(parts.headers.get(axum::http::header::AUTHORIZATION)),
+            resource: Self::resource_of(message).path(),
+            initialize: serde_json::to_value(&init.params).ok()?,
+            created_at: executor_core::now_ms(),
+        })
+    }
+
     /// Admits a new session of `token`, naming the idle sessions to close to make room, or says
     /// which cap refused it. Decided under the lock, so concurrent `initialize`s cannot both
     /// take the last place.
@@ -190,6 +235,51 @@ impl CappedSessions {
             }),
         );
         Ok(evicted)
+    }
+}
+
+/// SHA-256 (hex) of a request's `Authorization` header: what a kept session is bound to.
+pub(crate) fn token_hash(authorization: Option<&axum::http::HeaderValue>) -> String {
+    use sha2::Digest as _;
+    let bytes = authorization.map(|v| v.as_bytes()).unwrap_or_default();
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// rmcp's view of the sessions replicas keep: the `initialize` parameters it replays to serve
+/// a session another replica opened. Records are written by [`CappedSessions`], which knows the
+/// token and endpoint; the MCP router checks both before a session is replayed.
+pub(crate) struct KeptSessions {
+    engine: Engine,
+}
+
+impl KeptSessions {
+    pub(crate) fn new(engine: Engine) -> Self {
+        Self { engine }
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for KeptSessions {
+    async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let Some(rec) = self.engine.agent_session(session_id).await? else {
+            return Ok(None);
+        };
+        Ok(Some(SessionState::new(serde_json::from_value(
+            rec.initialize,
+        )?)))
+    }
+
+    async fn store(
+        &self,
+        _session_id: &str,
+        _state: &SessionState,
+    ) -> Result<(), SessionStoreError> {
+        // Written with its token and endpoint when the session was admitted.
+        Ok(())
+    }
+
+    async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
+        Ok(self.engine.forget_agent_session(session_id).await?)
     }
 }
 
@@ -283,6 +373,9 @@ impl SessionManager for CappedSessions {
                 for victim in evicted {
                     tracing::debug!(session = %victim, "closing the longest idle MCP session to admit a new one");
                     self.inner.close_session(&victim).await?;
+                    if let Some(engine) = &self.kept {
+                        let _ = engine.forget_agent_session(&victim).await;
+                    }
                 }
             }
             Err(refused) => {
@@ -295,9 +388,15 @@ impl SessionManager for CappedSessions {
                 return Ok(ServerJsonRpcMessage::error(refused.error(), request_id));
             }
         }
+        let kept = self.kept_record(id, &message);
         let answer = self.inner.initialize_session(id, message).await;
         if answer.is_err() {
             self.lock().remove(id);
+        } else if let (Some(engine), Some(rec)) = (&self.kept, kept)
+            && let Err(e) = engine.remember_agent_session(&rec).await
+        {
+            // The session works here; only another replica could not serve it.
+            tracing::warn!(error = %e, "could not keep an MCP session for the other replicas");
         }
         answer
     }
@@ -308,6 +407,11 @@ impl SessionManager for CappedSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.lock().remove(id);
+        if let Some(engine) = &self.kept
+            && let Err(e) = engine.forget_agent_session(id).await
+        {
+            tracing::warn!(error = %e, "could not forget a closed MCP session");
+        }
         self.inner.close_session(id).await
     }
 
@@ -358,10 +462,13 @@ impl SessionManager for CappedSessions {
 
     async fn restore_session(
         &self,
-        _id: SessionId,
+        id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        // No external session store: an unknown session is a 404, as with the local manager.
-        Ok(RestoreOutcome::NotSupported)
+        // Only replicas keep sessions; otherwise an unknown session is a 404.
+        if self.kept.is_none() {
+            return Ok(RestoreOutcome::NotSupported);
+        }
+        self.inner.restore_session(id).await
     }
 }
 

@@ -56,6 +56,44 @@ pub(super) async fn serve(
             "This MCP session belongs to another resource (it was created on another endpoint)",
         );
     }
+    // A session this replica does not hold may be another replica's: only the token that
+    // opened it, on the endpoint it was opened on, may bring it here.
+    if let Some(engine) = sessions.kept()
+        && let Some(id) = session_of(&request)
+        && sessions.resource(&id.clone().into()).is_none()
+    {
+        match engine.agent_session(&id).await {
+            Ok(Some(kept))
+                if kept.token_hash
+                    != super::sessions::token_hash(
+                        request.headers().get(axum::http::header::AUTHORIZATION),
+                    ) =>
+            {
+                return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found");
+            }
+            Ok(Some(kept)) if kept.resource != resource.path() => {
+                return rpc_error(
+                    StatusCode::FORBIDDEN,
+                    -32003,
+                    "This MCP session belongs to another resource (it was created on another endpoint)",
+                );
+            }
+            Ok(Some(_)) if request.method() == Method::DELETE => {
+                // Ended here for every replica; the one holding it lets it idle out.
+                let _ = engine.forget_agent_session(&id).await;
+                return StatusCode::ACCEPTED.into_response();
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a kept MCP session");
+                return rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    -32603,
+                    "Session store unavailable",
+                );
+            }
+        }
+    }
     if let Some(caller) = request.extensions_mut().remove::<Caller>() {
         request.extensions_mut().insert(resource.caller(caller));
     }
