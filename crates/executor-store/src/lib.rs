@@ -325,6 +325,38 @@ fn locked_message(path: &std::path::Path, holder_hint: Option<&str>) -> String {
     )
 }
 
+/// A connection's token refresh, held across the processes sharing a database until
+/// [`RefreshLock::release`] (or, if never released, until its connection is recycled).
+#[must_use = "the lock is held until released"]
+pub struct RefreshLock(Option<sqlx::Transaction<'static, sqlx::Any>>);
+
+impl RefreshLock {
+    /// No other process to hold off.
+    pub fn none() -> Self {
+        RefreshLock(None)
+    }
+
+    pub(crate) fn held(tx: sqlx::Transaction<'static, sqlx::Any>) -> Self {
+        RefreshLock(Some(tx))
+    }
+
+    pub async fn release(self) {
+        if let Some(tx) = self.0 {
+            let _ = tx.rollback().await;
+        }
+    }
+}
+
+impl std::fmt::Debug for RefreshLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "RefreshLock(held)"
+        } else {
+            "RefreshLock(none)"
+        })
+    }
+}
+
 /// An agent's MCP session as replicas share it: who opened it, where, and the `initialize`
 /// parameters a replica replays to serve it.
 #[derive(Debug, Clone, PartialEq)]
@@ -362,6 +394,14 @@ pub trait Store: ExecutionStore + ToolkitStore + Send + Sync + 'static {
     /// lock, which passes to another replica when its holder goes away.
     async fn lead_background(&self) -> bool {
         true
+    }
+
+    /// Holds other processes' refreshes of this connection's OAuth tokens off until the lock is
+    /// released (a refresh token used twice may be refused as replayed). A process that owns its
+    /// database needs none: its engine serialises refreshes itself.
+    async fn lock_token_refresh(&self, scope: &Scope, key: &ConnectionKey) -> Result<RefreshLock> {
+        let _ = (scope, key);
+        Ok(RefreshLock::none())
     }
 
     /// Keeps an agent MCP session's record, so another replica can serve it.

@@ -21,8 +21,9 @@ pub use backend::Backend;
 use crate::lock::OwnerLock;
 use crate::{
     ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
-    McpSessionRecord, OAuthClientRecord, OAuthSessionRecord, PlacePolicy, PolicyRecord, Result,
-    SCHEMA_VERSION, SECRET_KEY_ENV, Scope, Store, StoreError, ToolFilter, ToolRecord, ToolSummary,
+    McpSessionRecord, OAuthClientRecord, OAuthSessionRecord, PlacePolicy, PolicyRecord,
+    RefreshLock, Result, SCHEMA_VERSION, SECRET_KEY_ENV, Scope, Store, StoreError, ToolFilter,
+    ToolRecord, ToolSummary,
 };
 
 /// The database file inside the data directory.
@@ -277,7 +278,7 @@ impl SqlStore {
             Backend::Sqlite => Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?),
             Backend::Postgres => {
                 let mut tx = self.writer.begin().await?;
-                postgres::lock_tenant(&mut tx, tenant).await?;
+                postgres::advisory_lock(&mut tx, tenant).await?;
                 Ok(tx)
             }
         }
@@ -686,6 +687,23 @@ impl Store for SqlStore {
             Some(leader) => leader.lead().await,
             None => true,
         }
+    }
+
+    async fn lock_token_refresh(&self, scope: &Scope, key: &ConnectionKey) -> Result<RefreshLock> {
+        if self.backend != Backend::Postgres {
+            return Ok(RefreshLock::none());
+        }
+        let mut tx = self.writer.begin().await?;
+        let name = format!(
+            "refresh\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
+            scope.tenant,
+            key.integration,
+            key.owner.as_str(),
+            scope.subject_for(key.owner).unwrap_or_default(),
+            key.name
+        );
+        postgres::advisory_lock(&mut tx, &name).await?;
+        Ok(RefreshLock::held(tx))
     }
 
     async fn save_mcp_session(&self, rec: &McpSessionRecord) -> Result<()> {

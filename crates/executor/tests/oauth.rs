@@ -1075,3 +1075,58 @@ async fn mcp_server_behind_oauth() {
     assert_eq!(auth.refresh_requests.load(Ordering::SeqCst), refreshes + 1);
     assert_no_secret_leaked(&auth, h.data_dir());
 }
+
+/// Issue #23: two replicas on one PostgreSQL database, 25 concurrent calls on each as the token
+/// expires → one refresh request at the authorization server, and every call succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refresh_is_single_flight_across_replicas() {
+    let Some(url) = support::fresh_postgres().await else {
+        return;
+    };
+    let key = executor_store::MasterKey::generate();
+    let replica = || {
+        Harness::start_opts(Options {
+            postgres: Some((url.clone(), key.clone())),
+            ..Options::default()
+        })
+    };
+    let (auth, base) = serve_as().await;
+    let a = replica().await;
+    let b = replica().await;
+    add_notes(&a, &base).await;
+    let (_, probe) = a
+        .post("/api/oauth/probe", json!({"url": format!("{base}/api")}))
+        .await;
+    let (status, registered) = a
+        .post(
+            "/api/oauth/clients/register-dynamic",
+            json!({
+                "owner": "org", "registrationEndpoint": probe["registrationEndpoint"],
+                "authorizationUrl": probe["authorizationUrl"], "tokenUrl": probe["tokenUrl"],
+                "issuer": probe["issuer"], "scopes": ["read"],
+                "tokenEndpointAuthMethodsSupported": probe["tokenEndpointAuthMethodsSupported"],
+            }),
+        )
+        .await;
+    assert_eq!(status, 200, "{registered}");
+    code_flow(&a, registered["client"].as_str().unwrap(), "main").await;
+    assert_eq!(
+        call_me(&b, "main").await["ok"],
+        true,
+        "the other replica calls with it"
+    );
+    assert_eq!(auth.refresh_requests.load(Ordering::SeqCst), 0);
+
+    expire(&a, "main").await;
+    let calls = (0..25)
+        .map(|_| call_me(&a, "main"))
+        .chain((0..25).map(|_| call_me(&b, "main")));
+    for r in futures::future::join_all(calls).await {
+        assert_eq!(r["ok"], true, "{r}");
+    }
+    assert_eq!(
+        auth.refresh_requests.load(Ordering::SeqCst),
+        1,
+        "one refresh for both replicas"
+    );
+}

@@ -695,18 +695,17 @@ pub(crate) async fn ensure_fresh(
     }
     let slot = inner.oauth_refresh.slot(caller, key);
     let _guard = slot.lock.lock().await;
-    // Whoever held the lock may have refreshed already.
-    let Some(oauth) = inner
-        .store
-        .get_connection_oauth(caller.scope(), key)
-        .await?
-    else {
-        return Err(crate::error::connection_not_found(key));
+    // Replicas sharing the database: one refresh among them too.
+    let shared = inner.store.lock_token_refresh(caller.scope(), key).await?;
+    // Whoever held a lock may have refreshed already.
+    let result = match inner.store.get_connection_oauth(caller.scope(), key).await {
+        Ok(Some(oauth)) if due(&oauth) => refresh(inner, caller, key, oauth).await,
+        Ok(Some(_)) => Ok(Ok(())),
+        Ok(None) => Err(crate::error::connection_not_found(key)),
+        Err(e) => Err(e.into()),
     };
-    if !due(&oauth) {
-        return Ok(Ok(()));
-    }
-    refresh(inner, caller, key, oauth).await
+    shared.release().await;
+    result
 }
 
 /// An upstream answered 401 to an access token we took for valid (revoked, replaced by another
@@ -737,11 +736,17 @@ pub(crate) async fn refresh_after_rejection(
     if slot.epoch.load(Ordering::Acquire) != seen_epoch {
         return Ok(Some(Ok(())));
     }
-    let Some(oauth) = refreshable().await? else {
-        return Ok(None);
+    let shared = inner.store.lock_token_refresh(caller.scope(), key).await?;
+    let result = match refreshable().await {
+        Ok(Some(oauth)) => {
+            tracing::info!(integration = %key.integration, connection = %key.name, "upstream refused the access token; refreshing it");
+            refresh(inner, caller, key, oauth).await.map(Some)
+        }
+        Ok(None) => Ok(None),
+        Err(e) => Err(e),
     };
-    tracing::info!(integration = %key.integration, connection = %key.name, "upstream refused the access token; refreshing it");
-    Ok(Some(refresh(inner, caller, key, oauth).await?))
+    shared.release().await;
+    result
 }
 
 async fn refresh(

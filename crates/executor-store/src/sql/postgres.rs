@@ -32,11 +32,11 @@ pub(crate) async fn pool(url: &str) -> Result<AnyPool> {
         .await?)
 }
 
-/// Queues this transaction's catalog writes behind other writers of the same tenant, on every
-/// replica, until it ends.
-pub(crate) async fn lock_tenant(tx: &mut Transaction<'static, Any>, tenant: &str) -> Result<()> {
+/// Queues this transaction behind every other transaction, on every replica, that locked the
+/// same `name` (a tenant's catalog writes; one connection's token refresh), until it ends.
+pub(crate) async fn advisory_lock(tx: &mut Transaction<'static, Any>, name: &str) -> Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
-        .bind(tenant)
+        .bind(name)
         .fetch_one(&mut **tx)
         .await?;
     Ok(())

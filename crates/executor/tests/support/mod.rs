@@ -44,6 +44,42 @@ pub struct Options {
     /// `(running, waiting, wait)` admission of executions; the defaults when `None`.
     pub admission: Option<(usize, usize, Duration)>,
     pub mcp_sessions: executor_server::McpSessionLimits,
+    /// A PostgreSQL database (URL, deployment key) instead of the data dir's SQLite file.
+    pub postgres: Option<(String, executor_store::MasterKey)>,
+}
+
+/// A fresh database in the test cluster (`EXECUTOR_TEST_POSTGRES_URL`, see
+/// `scripts/postgres.sh`), or `None` without one (fails instead with
+/// `EXECUTOR_TEST_REQUIRE_POSTGRES=1`).
+pub async fn fresh_postgres() -> Option<String> {
+    use sqlx::Connection as _;
+    let Ok(admin) = std::env::var("EXECUTOR_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var("EXECUTOR_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "EXECUTOR_TEST_POSTGRES_URL is not set but EXECUTOR_TEST_REQUIRE_POSTGRES=1"
+        );
+        eprintln!("skipped: EXECUTOR_TEST_POSTGRES_URL is not set");
+        return None;
+    };
+    let name = format!("executor_it_{}_{}", std::process::id(), rand_suffix());
+    let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.ok();
+    let (base, _) = admin.rsplit_once('/').unwrap();
+    Some(format!("{base}/{name}"))
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{}_{nanos}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 impl Default for Options {
@@ -57,6 +93,7 @@ impl Default for Options {
             calls: None,
             admission: None,
             mcp_sessions: executor_server::McpSessionLimits::default(),
+            postgres: None,
         }
     }
 }
@@ -78,7 +115,10 @@ impl Harness {
         let dir = options
             .dir
             .unwrap_or_else(|| Arc::new(tempfile::tempdir().unwrap()));
-        let store = Arc::new(SqlStore::open(dir.path()).await.unwrap());
+        let store = Arc::new(match &options.postgres {
+            Some((url, key)) => SqlStore::connect_postgres(url, key.clone()).await.unwrap(),
+            None => SqlStore::open(dir.path()).await.unwrap(),
+        });
         let caller = Caller::local("integration-test");
         let engine = Engine::new(
             store,
