@@ -4,6 +4,8 @@
 # tests. Prints `export EXECUTOR_TEST_POSTGRES_URL=…` for the caller to eval; `stop DIR` ends it.
 #
 #   eval "$(scripts/postgres.sh start)"   # … tests …   scripts/postgres.sh stop "$PGTEST_DIR"
+#   scripts/postgres.sh start --bench     # durable (fsync on) and with pg_stat_statements, for
+#                                         # bench/replicas.mjs; tests run without fsync
 set -euo pipefail
 
 bin_dir() {
@@ -34,11 +36,13 @@ case "${1:-}" in
     chmod 755 "$dir"
     [ "$(id -u)" = 0 ] && chown postgres "$dir"
     port="$(free_port)"
+    settings="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    [ "${2:-}" = "--bench" ] && settings="-c shared_preload_libraries=pg_stat_statements"
     as_postgres "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 \
       --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
       { cat "$dir/initdb.log" >&2; exit 1; }
     as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-      -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+      -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=400 $settings" \
       start >/dev/null ||
       { cat "$dir/server.log" >&2; exit 1; }
     echo "export PGTEST_DIR=$dir"

@@ -37,9 +37,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "catalog",
             "credentials",
             "core_tools",
+            "agent_sessions",
             "root",
         ],
     ),
+    ("agent_sessions", &["error", "root"]),
     (
         "core_tools",
         &[
