@@ -404,6 +404,17 @@ pub trait Store: ExecutionStore + ToolkitStore + Send + Sync + 'static {
         Ok(RefreshLock::none())
     }
 
+    /// Claims the background refresh of this connection's catalog among the processes sharing
+    /// the database: `None` when another holds it. Held until released.
+    async fn try_lock_catalog_refresh(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+    ) -> Result<Option<RefreshLock>> {
+        let _ = (scope, key);
+        Ok(Some(RefreshLock::none()))
+    }
+
     /// Keeps an agent MCP session's record, so another replica can serve it.
     async fn save_mcp_session(&self, rec: &McpSessionRecord) -> Result<()>;
     async fn get_mcp_session(&self, id: &str) -> Result<Option<McpSessionRecord>>;

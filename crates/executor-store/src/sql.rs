@@ -594,6 +594,18 @@ fn tool_from_row(row: &AnyRow) -> Result<ToolRecord> {
     })
 }
 
+/// The advisory lock's name for one connection's `what` (a token refresh, a catalog refresh).
+fn connection_lock(what: &str, scope: &Scope, key: &ConnectionKey) -> String {
+    format!(
+        "{what}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
+        scope.tenant,
+        key.integration,
+        key.owner.as_str(),
+        scope.subject_for(key.owner).unwrap_or_default(),
+        key.name
+    )
+}
+
 /// Every policy the scope sees; binds: tenant, subject.
 const LIST_POLICIES: &str = concat!(
     "SELECT id, owner, pattern, action, position, created_at, updated_at, author FROM tool_policy WHERE ",
@@ -694,16 +706,25 @@ impl Store for SqlStore {
             return Ok(RefreshLock::none());
         }
         let mut tx = self.writer.begin().await?;
-        let name = format!(
-            "refresh\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
-            scope.tenant,
-            key.integration,
-            key.owner.as_str(),
-            scope.subject_for(key.owner).unwrap_or_default(),
-            key.name
-        );
-        postgres::advisory_lock(&mut tx, &name).await?;
+        postgres::advisory_lock(&mut tx, &connection_lock("refresh", scope, key)).await?;
         Ok(RefreshLock::held(tx))
+    }
+
+    async fn try_lock_catalog_refresh(
+        &self,
+        scope: &Scope,
+        key: &ConnectionKey,
+    ) -> Result<Option<RefreshLock>> {
+        if self.backend != Backend::Postgres {
+            return Ok(Some(RefreshLock::none()));
+        }
+        let mut tx = self.writer.begin().await?;
+        if postgres::try_advisory_lock(&mut tx, &connection_lock("catalog", scope, key)).await? {
+            Ok(Some(RefreshLock::held(tx)))
+        } else {
+            tx.rollback().await?;
+            Ok(None)
+        }
     }
 
     async fn save_mcp_session(&self, rec: &McpSessionRecord) -> Result<()> {

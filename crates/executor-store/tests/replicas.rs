@@ -177,3 +177,32 @@ async fn one_replica_leads_the_background_work_until_it_goes_away() {
     assert!(took_over, "the other replica leads once the first is gone");
     b.close().await;
 }
+
+/// A connection's catalog refresh is claimed by one replica at a time; released, the next may
+/// claim it. Other connections are not held up.
+#[tokio::test]
+async fn a_catalog_refresh_is_claimed_by_one_replica_at_a_time() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let (a, b) = tokio::join!(db.open(), db.open());
+    let key = executor_store::ConnectionKey::new(executor_store::Owner::Org, "gh", "main");
+    let other = executor_store::ConnectionKey::new(executor_store::Owner::Org, "gh", "other");
+    let held = a.try_lock_catalog_refresh(&scope(), &key).await.unwrap();
+    assert!(held.is_some());
+    assert!(
+        b.try_lock_catalog_refresh(&scope(), &key)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let unrelated = b.try_lock_catalog_refresh(&scope(), &other).await.unwrap();
+    assert!(unrelated.is_some(), "another connection is not held up");
+    held.unwrap().release().await;
+    let next = b.try_lock_catalog_refresh(&scope(), &key).await.unwrap();
+    assert!(next.is_some(), "released, the other replica claims it");
+    next.unwrap().release().await;
+    unrelated.unwrap().release().await;
+    a.close().await;
+    b.close().await;
+}

@@ -858,6 +858,34 @@ impl Engine {
         Ok(out)
     }
 
+    /// Re-lists one stale connection's tools, unless another process sharing the database is
+    /// doing it or did it since its catalog was seen stale (`seen`: its `tools_synced_at` then).
+    async fn refresh_once_across_replicas(
+        &self,
+        caller: &Caller,
+        key: &ConnectionKey,
+        seen: Option<i64>,
+    ) -> EngineResult<()> {
+        let store = &self.inner.store;
+        let Some(claim) = store.try_lock_catalog_refresh(caller.scope(), key).await? else {
+            return Ok(());
+        };
+        let result = async {
+            if store.catalog_changes().is_some() {
+                let now = store.get_connection(caller.scope(), key).await?;
+                if now.is_none_or(|c| c.tools_synced_at != seen) {
+                    return Ok(());
+                }
+            }
+            let integration = self.integration_record(caller, &key.integration).await?;
+            self.produce_tools_in_background(caller, &integration, key)
+                .await
+        }
+        .await;
+        claim.release().await;
+        result
+    }
+
     /// Starts background refreshes of connections whose catalog is stale (marked by a
     /// `list_changed`, never synced) or older than the remote-catalog TTL. Concurrent, one per
     /// connection at a time, checked at most once a second; never waited for.
@@ -912,12 +940,10 @@ impl Engine {
                 }
                 let engine = engine.clone();
                 let caller = caller.clone();
+                let seen = connection.tools_synced_at;
                 engine.inner.io.clone().spawn(async move {
                     let caller = &caller;
-                    let result = match engine.integration_record(caller, &key.integration).await {
-                        Ok(integration) => engine.produce_tools_in_background(caller, &integration, &key).await,
-                        Err(e) => Err(e),
-                    };
+                    let result = engine.refresh_once_across_replicas(caller, &key, seen).await;
                     if let Err(e) = result {
                         tracing::warn!(error = %e, connection = %connection_path(&key), "background catalog refresh failed");
                     }

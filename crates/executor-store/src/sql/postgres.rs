@@ -42,6 +42,19 @@ pub(crate) async fn advisory_lock(tx: &mut Transaction<'static, Any>, name: &str
     Ok(())
 }
 
+/// Takes the lock `advisory_lock` takes if nobody holds it; `false` when somebody does.
+pub(crate) async fn try_advisory_lock(
+    tx: &mut Transaction<'static, Any>,
+    name: &str,
+) -> Result<bool> {
+    Ok(
+        sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtext($1))")
+            .bind(name)
+            .fetch_one(&mut **tx)
+            .await?,
+    )
+}
+
 /// The database's catalog generation as last seen by this store, moved by any replica's write.
 #[derive(Debug)]
 pub(crate) struct Changes {
