@@ -69,7 +69,15 @@ pub trait ToolkitStore: Send + Sync + 'static {
         scope: &Scope,
         toolkit_ids: &[&str],
     ) -> Result<Vec<ToolkitEntryRecord>>;
-    async fn insert_toolkit_entry(&self, scope: &Scope, rec: &ToolkitEntryRecord) -> Result<()>;
+    /// Stores a new entry and answers its position: `rec.position`, or with `at_top` one before
+    /// the toolkit's current first entry of its kind, chosen inside the write (so entries added
+    /// at once, by one process or by several replicas, never share one).
+    async fn insert_toolkit_entry(
+        &self,
+        scope: &Scope,
+        rec: &ToolkitEntryRecord,
+        at_top: bool,
+    ) -> Result<String>;
     /// Replaces pattern, action and position of entry `rec.id` of `rec.toolkit_id`.
     async fn update_toolkit_entry(
         &self,

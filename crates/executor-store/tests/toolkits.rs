@@ -112,7 +112,7 @@ both_backends! {
             entry("c1", "tk_org", ToolkitEntryKind::Connection, "a0"),
             entry("x1", "tk_a", ToolkitEntryKind::Connection, "a0"),
         ] {
-            store.insert_toolkit_entry(&alice(), &e).await.unwrap();
+            store.insert_toolkit_entry(&alice(), &e, false).await.unwrap();
         }
         let listed = store
             .list_toolkit_entries(&alice(), &["tk_org"])
@@ -188,5 +188,34 @@ both_backends! {
             ids(&store.list_toolkits(&alice()).await.unwrap()),
             ["tk_a", "tk_org2"]
         );
+    }
+
+    /// Entries added at the top at once each get their own position, all before the first.
+    async fn entries_added_at_once_at_the_top_never_share_a_position(db: &TestDb) {
+        let store = std::sync::Arc::new(db.open().await);
+        store
+            .insert_toolkit(&alice(), &toolkit("tk_org", Owner::Org, "org"))
+            .await
+            .unwrap();
+        store
+            .insert_toolkit_entry(&alice(), &entry("p0", "tk_org", ToolkitEntryKind::Policy, "n"), false)
+            .await
+            .unwrap();
+        let adds: Vec<_> = (0..12)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let e = entry(&format!("p{}", i + 1), "tk_org", ToolkitEntryKind::Policy, "");
+                    store.insert_toolkit_entry(&alice(), &e, true).await.unwrap()
+                })
+            })
+            .collect();
+        let mut positions = Vec::new();
+        for add in adds {
+            positions.push(add.await.unwrap());
+        }
+        let distinct: std::collections::BTreeSet<&String> = positions.iter().collect();
+        assert_eq!(distinct.len(), 12, "{positions:?}");
+        assert!(positions.iter().all(|p| p.as_str() < "n"), "{positions:?}");
     }
 }

@@ -10,7 +10,7 @@
 
 use executor_core::policy::{
     Decision, PolicyAction, PolicyAuthor, PolicyPattern, PolicyRule, PolicySet, ToolkitGrant,
-    key_between, prefixed_id, validate_position,
+    prefixed_id, validate_position,
 };
 use executor_core::{Owner, now_ms};
 use executor_store::{
@@ -565,37 +565,29 @@ impl Engine {
         {
             return Ok(entry_view(same));
         }
-        let position = match position {
-            Some(p) => {
-                check_position(&p)?;
-                p
-            }
-            // New entries go to the top: before the current first.
-            None => {
-                let first = existing.iter().map(|e| e.position.as_str()).min();
-                key_between(None, first)
-                    .or_else(|_| key_between(None, None))
-                    .map_err(|e| toolkit_error(e.to_string()))?
-            }
-        };
+        if let Some(p) = &position {
+            check_position(p)?;
+        }
         let now = now_ms();
         let prefix = match kind {
             ToolkitEntryKind::Policy => "tkpol",
             ToolkitEntryKind::Connection => "tkconn",
         };
-        let record = ToolkitEntryRecord {
+        let mut record = ToolkitEntryRecord {
             id: prefixed_id(prefix, rand::random(), now),
             toolkit_id: id.to_owned(),
             kind,
             pattern: pattern.as_str().to_owned(),
             action: action.map(|a| a.as_str().to_owned()),
-            position,
+            // New entries go to the top (chosen inside the write) unless placed.
+            position: position.clone().unwrap_or_default(),
             created_at: now,
             updated_at: now,
         };
-        self.inner
+        record.position = self
+            .inner
             .store
-            .insert_toolkit_entry(caller.scope(), &record)
+            .insert_toolkit_entry(caller.scope(), &record, position.is_none())
             .await?;
         self.toolkit_changed(kind == ToolkitEntryKind::Connection);
         Ok(entry_view(&record))

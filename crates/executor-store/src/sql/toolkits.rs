@@ -162,7 +162,28 @@ impl ToolkitStore for SqlStore {
         rows.iter().map(entry_from_row).collect()
     }
 
-    async fn insert_toolkit_entry(&self, scope: &Scope, rec: &ToolkitEntryRecord) -> Result<()> {
+    async fn insert_toolkit_entry(
+        &self,
+        scope: &Scope,
+        rec: &ToolkitEntryRecord,
+        at_top: bool,
+    ) -> Result<String> {
+        let mut tx = self.begin_write(&scope.tenant).await?;
+        let position = if at_top {
+            let first: Option<String> = sqlx::query_scalar(self.backend.sql(
+                "SELECT min(position) FROM toolkit_entry WHERE tenant = ? AND toolkit_id = ? AND kind = ?",
+            ))
+            .bind(&scope.tenant)
+            .bind(&rec.toolkit_id)
+            .bind(rec.kind.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+            executor_core::policy::key_between(None, first.as_deref())
+                .or_else(|_| executor_core::policy::key_between(None, None))
+                .map_err(|e| StoreError::Corrupt(format!("toolkit entry positions: {e}")))?
+        } else {
+            rec.position.clone()
+        };
         sqlx::query(self.backend.sql(
             "INSERT INTO toolkit_entry (tenant, toolkit_id, kind, id, pattern, action, position, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -173,13 +194,14 @@ impl ToolkitStore for SqlStore {
         .bind(&rec.id)
         .bind(&rec.pattern)
         .bind(rec.action.as_deref())
-        .bind(&rec.position)
+        .bind(&position)
         .bind(stamp(rec.created_at))
         .bind(stamp(rec.updated_at))
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await
         .map_err(taken)?;
-        Ok(())
+        tx.commit().await?;
+        Ok(position)
     }
 
     async fn update_toolkit_entry(
