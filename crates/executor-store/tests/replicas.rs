@@ -206,3 +206,36 @@ async fn a_catalog_refresh_is_claimed_by_one_replica_at_a_time() {
     a.close().await;
     b.close().await;
 }
+
+/// A replica whose connections to the database are cut (a failover, a proxy restart) still
+/// hears the next write, and one made while it was cut off.
+#[tokio::test]
+async fn announcements_survive_a_lost_connection() {
+    use sqlx::Connection as _;
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let (a, b) = tokio::join!(db.open(), db.open());
+    let mut changes = b.catalog_changes().expect("PostgreSQL announces changes");
+    changes.borrow_and_update();
+    let mut admin = sqlx::PgConnection::connect(db.url().unwrap())
+        .await
+        .unwrap();
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    admin.close().await.ok();
+    a.insert_integration(&scope(), &integration("after-cut"))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), changes.changed())
+        .await
+        .expect("announced within 10 s of the cut")
+        .unwrap();
+    a.close().await;
+    b.close().await;
+}

@@ -67,10 +67,10 @@ impl Changes {
     pub(crate) async fn listen(url: &str) -> Result<Changes> {
         let mut listener = PgListener::connect(url).await?;
         listener.listen(CHANNEL).await?;
-        let start = current(&mut listener).await?;
+        // Before the first replica migrated there is no counter yet: it starts at 0.
+        let start = current(&mut listener).await.unwrap_or(0);
         let (tx, seen) = watch::channel(start);
-        let url = url.to_owned();
-        let task = tokio::spawn(async move { follow(listener, url, tx).await });
+        let task = tokio::spawn(follow(listener, tx));
         Ok(Changes { seen, task })
     }
 
@@ -88,47 +88,40 @@ impl Drop for Changes {
 async fn current(listener: &mut PgListener) -> Result<i64> {
     let value: Option<i64> = sqlx::query_scalar("SELECT value FROM generation WHERE id = 1")
         .fetch_optional(&mut *listener)
-        .await
-        .unwrap_or(None);
+        .await?;
     Ok(value.unwrap_or(0))
 }
 
-/// Forwards notifications until every subscriber is gone. A dropped connection is reopened;
-/// the counter read after re-listening covers whatever was announced while it was down.
-async fn follow(mut listener: PgListener, url: String, tx: watch::Sender<i64>) {
-    loop {
-        match listener.try_recv().await {
-            Ok(Some(note)) => {
-                let value = note.payload().parse().unwrap_or(i64::MAX);
-                tx.send_if_modified(|seen| {
-                    let moved = *seen != value;
-                    *seen = value;
-                    moved
-                });
-            }
-            Ok(None) | Err(_) => {
-                // `try_recv` reconnects on the next call after `None`; an error means the
-                // reconnect itself failed: start over.
-                if tx.is_closed() {
-                    return;
+/// Tells the subscribers when the counter moved.
+fn announce(tx: &watch::Sender<i64>, value: i64) {
+    tx.send_if_modified(|seen| std::mem::replace(seen, value) != value);
+}
+
+/// Forwards notifications until every subscriber is gone. After the connection drops,
+/// `try_recv` answers `None` and the listener reconnects (listening again) at its next use;
+/// the counter, read once that works, covers whatever was announced while it was down.
+async fn follow(mut listener: PgListener, tx: watch::Sender<i64>) {
+    let mut resync = false;
+    while !tx.is_closed() {
+        if resync {
+            match current(&mut listener).await {
+                Ok(value) => {
+                    announce(&tx, value);
+                    resync = false;
                 }
-                tokio::time::sleep(RECONNECT_PAUSE).await;
-                if let Ok(mut fresh) = PgListener::connect(&url).await
-                    && fresh.listen(CHANNEL).await.is_ok()
-                {
-                    listener = fresh;
-                }
-                if let Ok(value) = current(&mut listener).await {
-                    tx.send_if_modified(|seen| {
-                        let moved = *seen != value;
-                        *seen = value;
-                        moved
-                    });
+                Err(_) => {
+                    tokio::time::sleep(RECONNECT_PAUSE).await;
+                    continue;
                 }
             }
         }
-        if tx.is_closed() {
-            return;
+        match listener.try_recv().await {
+            Ok(Some(note)) => announce(&tx, note.payload().parse().unwrap_or(i64::MAX)),
+            Ok(None) => resync = true,
+            Err(_) => {
+                resync = true;
+                tokio::time::sleep(RECONNECT_PAUSE).await;
+            }
         }
     }
 }
@@ -142,41 +135,51 @@ const LEADER_LOCK: i64 = 0x4578_6563_4c65_6164; // "ExecLead"
 #[derive(Debug)]
 pub(crate) struct Leader {
     url: String,
-    held: tokio::sync::Mutex<Option<sqlx::PgConnection>>,
+    /// The connection that asks for (and, once granted, holds) the lock, and whether it holds
+    /// it.
+    conn: tokio::sync::Mutex<Option<(sqlx::PgConnection, bool)>>,
 }
 
 impl Leader {
     pub(crate) fn new(url: &str) -> Leader {
         Leader {
             url: url.to_owned(),
-            held: tokio::sync::Mutex::new(None),
+            conn: tokio::sync::Mutex::new(None),
         }
     }
 
     /// Whether this store leads now (taking the lock when nobody holds it).
     pub(crate) async fn lead(&self) -> bool {
         use sqlx::Connection as _;
-        let mut held = self.held.lock().await;
-        if let Some(conn) = held.as_mut() {
-            if conn.ping().await.is_ok() {
-                return true;
+        let mut state = self.conn.lock().await;
+        if let Some((conn, leading)) = state.as_mut() {
+            // Session locks count: ask again only while not holding it.
+            let asked = if *leading {
+                conn.ping().await.map(|()| true)
+            } else {
+                try_session_lock(conn).await
+            };
+            match asked {
+                Ok(now) => {
+                    *leading = now;
+                    return now;
+                }
+                // The connection, and with it any lock it held, is gone: connect again.
+                Err(_) => *state = None,
             }
-            // The connection (and with it the lock) is gone: ask again below.
-            *held = None;
         }
         let Ok(mut conn) = sqlx::PgConnection::connect(&self.url).await else {
             return false;
         };
-        let taken: Result<bool, _> = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(LEADER_LOCK)
-            .fetch_one(&mut conn)
-            .await;
-        if matches!(taken, Ok(true)) {
-            *held = Some(conn);
-            true
-        } else {
-            conn.close().await.ok();
-            false
-        }
+        let leading = try_session_lock(&mut conn).await.unwrap_or(false);
+        *state = Some((conn, leading));
+        leading
     }
+}
+
+async fn try_session_lock(conn: &mut sqlx::PgConnection) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(LEADER_LOCK)
+        .fetch_one(conn)
+        .await
 }
