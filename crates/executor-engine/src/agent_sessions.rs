@@ -15,11 +15,6 @@ use crate::error::EngineResult;
 pub(crate) const AGENT_SESSION_LIFETIME: Duration = Duration::from_secs(7 * 24 * 3600);
 
 impl Engine {
-    /// Whether other processes (replicas) share this engine's database.
-    pub fn shares_database(&self) -> bool {
-        self.inner.store.catalog_changes().is_some()
-    }
-
     pub async fn remember_agent_session(&self, rec: &McpSessionRecord) -> EngineResult<()> {
         Ok(self.inner.store.save_mcp_session(rec).await?)
     }

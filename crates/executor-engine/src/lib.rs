@@ -210,6 +210,8 @@ pub(crate) struct Inner {
     pub(crate) openapi_validators: kinds::openapi::Validators,
     /// One OAuth refresh in flight per connection.
     pub(crate) oauth_refresh: credentials::oauth::RefreshLocks,
+    /// Other processes (replicas) write this database too (the store announces their writes).
+    pub(crate) shares_database: bool,
     /// Callback results awaiting `GET /api/oauth/await/:sessionId`.
     pub(crate) oauth_results: credentials::oauth::CallbackResults,
     /// The configured web base URL, else the HTTP server's address (set once it listens).
@@ -265,6 +267,7 @@ impl Engine {
         let history = executions::history::HistoryWriter::spawn(&io, store.clone());
         let providers = credentials::providers::Providers::new(store.clone(), &config.providers);
         let inner = Arc::new(Inner {
+            shares_database: store.catalog_changes().is_some(),
             store,
             providers,
             sandbox: match config.js_threads {
@@ -348,6 +351,11 @@ impl Engine {
     /// the HTTP server's address. `None` when nothing serves HTTP (stdio without a server).
     pub fn web_base_url(&self) -> Option<&str> {
         self.inner.web_base_url.get().map(String::as_str)
+    }
+
+    /// Whether other processes (replicas) share this engine's database.
+    pub fn shares_database(&self) -> bool {
+        self.inner.shares_database
     }
 
     /// Live downstream MCP sessions (pooled or leased).

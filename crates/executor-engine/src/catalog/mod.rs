@@ -607,7 +607,7 @@ impl Engine {
     /// replica may be producing their tools right now.
     pub async fn discard_interrupted_creates(&self, caller: &Caller) -> EngineResult<usize> {
         let store = &self.inner.store;
-        let created_before = if store.catalog_changes().is_some() {
+        let created_before = if self.shares_database() {
             now_ms().saturating_sub(INTERRUPTED_CREATE_AGE.as_millis() as i64)
         } else {
             i64::MAX
@@ -871,7 +871,7 @@ impl Engine {
             return Ok(());
         };
         let result = async {
-            if store.catalog_changes().is_some() {
+            if self.shares_database() {
                 let now = store.get_connection(caller.scope(), key).await?;
                 if now.is_none_or(|c| c.tools_synced_at != seen) {
                     return Ok(());

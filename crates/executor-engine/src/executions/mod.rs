@@ -682,7 +682,7 @@ impl Engine {
             }
             // Of replicas sharing the database, another may have resumed this pause from its
             // journal: the live copy runs only if the store's claim is ours.
-            if self.shared_store()
+            if self.shares_database()
                 && !self
                     .inner
                     .store
@@ -739,7 +739,7 @@ impl Engine {
                 Ok(ExecutionOutcome::Completed(outcome))
             }
             // Of replicas sharing the database, another is resuming it: its outcome is ours.
-            ExecutionStatus::Running if self.shared_store() => {
+            ExecutionStatus::Running if self.shares_database() => {
                 self.outcome_of_other_replica(caller, id).await
             }
             // Not being resumed here (that would have been joined above): left behind by a
@@ -755,7 +755,7 @@ impl Engine {
                     .await?
                 {
                     // Another replica claimed it between our read and our claim.
-                    if self.shared_store() {
+                    if self.shares_database() {
                         return self.outcome_of_other_replica(caller, id).await;
                     }
                     return Err(not_found());
@@ -812,14 +812,9 @@ impl Engine {
     /// Fails executions a previous process left `running` (once per engine). Replicas of a
     /// shared database leave that to the leader's sweep.
     async fn recover(&self) {
-        if !self.shared_store() {
+        if !self.shares_database() {
             recover(&self.inner).await;
         }
-    }
-
-    /// Whether other processes (replicas) write this database too.
-    fn shared_store(&self) -> bool {
-        self.inner.store.catalog_changes().is_some()
     }
 
     /// Waits for the replica resuming `id` to settle it or pause it again, and answers that,
@@ -860,9 +855,10 @@ impl Engine {
     }
 
     /// Marks due pauses expired in the store and abandons their live executions.
+    /// Called by a resume that found its pause due: the store's expiry is a conditional
+    /// update, so any replica may run it now rather than wait for the leader.
     async fn sweep_expired(&self, now: i64) {
-        let leads = self.inner.store.lead_background().await;
-        sweep_expired(&self.inner, now, leads).await;
+        sweep_expired(&self.inner, now, true).await;
     }
 
     fn expired_outcome(&self) -> Completed {
@@ -899,7 +895,7 @@ pub(crate) async fn recover(inner: &Inner) {
             }
         }
     };
-    if inner.store.catalog_changes().is_some() {
+    if inner.shares_database {
         fail(now_ms().saturating_sub(ttl_ms(STALE_RUNNING))).await;
     } else {
         inner
