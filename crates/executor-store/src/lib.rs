@@ -15,12 +15,17 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+mod accounts;
 mod executions;
 mod lock;
 mod sql;
 mod toolkits;
 mod vault;
 
+pub use accounts::{
+    AccountStore, AuditFilter, AuditRecord, ClientRecord, GrantKind, GrantRecord, GrantStatus,
+    InviteRecord, MemberChange, TokenKind, TokenRecord, UserRecord,
+};
 pub use executions::{
     ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionStore,
     ExecutionSummary,
@@ -33,7 +38,7 @@ pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -379,8 +384,8 @@ pub type PlacePolicy<'a> = &'a (dyn Fn(&[PolicyRecord]) -> String + Send + Sync)
 /// AND subject = S))`. A key naming `owner: User` from a scope without a subject finds nothing.
 #[async_trait]
 /// Executions and their journals are in the [`ExecutionStore`] supertrait, toolkits in
-/// [`ToolkitStore`].
-pub trait Store: ExecutionStore + ToolkitStore + Send + Sync + 'static {
+/// [`ToolkitStore`], the team server's accounts in [`AccountStore`].
+pub trait Store: ExecutionStore + ToolkitStore + AccountStore + Send + Sync + 'static {
     /// A counter that moves when another process sharing the database changed what a catalog
     /// or a policy set resolves to (PostgreSQL replicas). `None` when this process is the
     /// database's only writer (SQLite), whose own writes are all it needs to know of.

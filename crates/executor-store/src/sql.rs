@@ -2,6 +2,7 @@
 //! database. One set of statements serves both (through sqlx's `Any` driver); [`Backend`] holds
 //! what differs.
 
+mod accounts;
 mod backend;
 mod executions;
 mod postgres;
