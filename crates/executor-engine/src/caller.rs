@@ -12,6 +12,10 @@ pub struct Caller {
     scope: Scope,
     principal: Principal,
     policies: PolicySource,
+    /// A signed-in member of a team server, by email: their role is read from the store at each
+    /// workspace write (and their tool calls are audited). `None`: a local owner or an embedder,
+    /// who may write everything.
+    member: Option<Arc<str>>,
     /// The scope as caches key it, made once: a tool call looks caches up several times, and
     /// cloning this copies no string.
     rows: RowsKey,
@@ -71,8 +75,31 @@ impl Caller {
             scope,
             principal,
             policies,
+            member: None,
             rows,
         }
+    }
+
+    /// A member of team server `tenant` (`user_id` is the subject): the role is theirs to check
+    /// at each workspace write.
+    pub fn member(
+        tenant: impl Into<String>,
+        user_id: impl Into<String>,
+        email: &str,
+        principal: Principal,
+    ) -> Self {
+        let mut caller = Self::new(
+            Scope::new(tenant, Some(user_id.into())),
+            principal,
+            PolicySource::Global,
+        );
+        caller.member = Some(Arc::from(email));
+        caller
+    }
+
+    /// The email of the team member this caller is, if it is one.
+    pub fn member_email(&self) -> Option<&str> {
+        self.member.as_deref()
     }
 
     /// The owner of a local executor: `tenant` with subject `"local"`, global policies.

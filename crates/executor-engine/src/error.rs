@@ -94,6 +94,9 @@ pub enum EngineError {
         waiting: usize,
         retry_after_secs: u64,
     },
+    /// A team member without an admin role tried to change the workspace (spec #1919).
+    #[error("{message}")]
+    OrgWriteDenied { message: String },
     /// A defect or storage failure. The message is for logs only, never for callers.
     #[error("internal error: {0}")]
     Internal(String),

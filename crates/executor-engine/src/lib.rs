@@ -16,6 +16,7 @@ mod policies;
 mod static_tool;
 mod toolkits;
 pub mod views;
+mod workspace;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,6 +73,7 @@ pub use toolkits::{
     MAX_SLUG_LEN, MAX_TOOLKIT_NAME_CHARS, ToolkitEntryView, ToolkitTool, ToolkitView,
     is_valid_slug, slug_from_name,
 };
+pub use workspace::{AuditEntry, AuditKind};
 
 /// Everything the engine needs to start. No `Default`: the binary decides.
 #[derive(Debug, Clone)]
@@ -174,6 +176,8 @@ pub struct Engine {
 
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
+    /// Audit events of team members waiting for their batch (`workspace.rs`).
+    pub(crate) audit: Arc<workspace::AuditLog>,
     /// Credential providers in registration order (`vault` first).
     pub(crate) providers: credentials::providers::Providers,
     pub(crate) sandbox: SandboxPool,
@@ -269,6 +273,7 @@ impl Engine {
         let inner = Arc::new(Inner {
             shares_database: store.catalog_changes().is_some(),
             store,
+            audit: Arc::default(),
             providers,
             sandbox: match config.js_threads {
                 JsThreads::Dedicated(threads) => SandboxPool::new(

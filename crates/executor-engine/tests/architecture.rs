@@ -26,7 +26,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "root",
         ],
     ),
-    ("policies", &["cache", "caller", "error", "root"]),
+    (
+        "policies",
+        &["cache", "caller", "error", "workspace", "root"],
+    ),
     ("toolkits", &["caller", "catalog", "error", "root"]),
     (
         "executions",
@@ -38,6 +41,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "credentials",
             "core_tools",
             "agent_sessions",
+            "workspace",
             "root",
         ],
     ),
@@ -62,6 +66,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("names", &["error"]),
     ("static_tool", &[]),
     ("views", &["credentials"]),
+    ("workspace", &["caller", "error", "root"]),
 ];
 
 #[test]

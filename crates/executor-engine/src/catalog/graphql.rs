@@ -22,6 +22,8 @@ impl Engine {
         caller: &Caller,
         input: AddGraphqlIntegration,
     ) -> EngineResult<GraphqlIntegrationAdded> {
+        self.ensure_may_write(caller, None, "add integrations")
+            .await?;
         let endpoint = input.endpoint.trim().to_owned();
         let url = check_endpoint(&endpoint)?;
         let slug = match input
@@ -172,6 +174,8 @@ impl Engine {
         methods: Vec<AuthMethodInput>,
         replace: bool,
     ) -> EngineResult<Vec<AuthMethod>> {
+        self.ensure_may_write(caller, None, "change integrations")
+            .await?;
         let (mut record, mut config) =
             self.graphql_record(caller, slug).await?.ok_or_else(|| {
                 EngineError::IntegrationNotFound {

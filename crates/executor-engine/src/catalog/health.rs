@@ -392,6 +392,8 @@ impl Engine {
         slug: &str,
         spec: Option<HealthCheckSpec>,
     ) -> EngineResult<()> {
+        self.ensure_may_write(caller, None, "change integrations")
+            .await?;
         let mut record = self.integration_record(caller, slug).await?;
         if let Some(spec) = &spec {
             if spec.operation.trim().is_empty() {

@@ -85,6 +85,8 @@ impl Engine {
         caller: &Caller,
         input: AddMcpServer,
     ) -> EngineResult<String> {
+        self.ensure_may_write(caller, None, "add integrations")
+            .await?;
         super::check_integration_text(
             input.slug.as_deref(),
             Some(&input.name),
@@ -184,6 +186,8 @@ impl Engine {
         caller: &Caller,
         input: AddStdioMcpServer,
     ) -> EngineResult<String> {
+        self.ensure_may_write(caller, None, "add integrations")
+            .await?;
         super::check_integration_text(
             input.slug.as_deref(),
             Some(&input.name),
@@ -436,6 +440,8 @@ impl Engine {
         slug: &str,
         config: &Value,
     ) -> EngineResult<Value> {
+        self.ensure_may_write(caller, None, "change integrations")
+            .await?;
         let mut record = self.mcp_record(caller, slug).await?;
         let mut config = McpConfig::from_input(config)?;
         let stored = McpConfig::from_value(&record.config);
@@ -477,6 +483,8 @@ impl Engine {
         methods: Vec<AuthMethodInput>,
         mode: AuthTemplateMode,
     ) -> EngineResult<Vec<AuthMethod>> {
+        self.ensure_may_write(caller, None, "change integrations")
+            .await?;
         let mut record = self.mcp_record(caller, slug).await?;
         let mut config = McpConfig::from_value(&record.config).ok_or_else(|| {
             EngineError::Internal(format!("integration {slug} has no valid MCP config"))
@@ -504,6 +512,8 @@ impl Engine {
     /// used and those whose origin names it, unless a connection of another integration uses
     /// them. Manual clients are never removed.
     pub async fn remove_mcp_server(&self, caller: &Caller, slug: &str) -> EngineResult<()> {
+        self.ensure_may_write(caller, None, "remove integrations")
+            .await?;
         // Unknown and built-in slugs fail before anything is looked at.
         if slug == crate::BUILTIN_INTEGRATION {
             return self.remove_integration(caller, slug).await;

@@ -365,6 +365,8 @@ impl Engine {
         name: Option<String>,
         description: Option<String>,
     ) -> EngineResult<IntegrationView> {
+        self.ensure_may_write(caller, None, "change integrations")
+            .await?;
         if slug == BUILTIN_INTEGRATION {
             return Err(EngineError::IntegrationNotFound {
                 slug: slug.to_owned(),
@@ -386,6 +388,8 @@ impl Engine {
     /// sessions. An unknown slug is `IntegrationNotFound` and the built-in one
     /// `IntegrationRemovalNotAllowed` (issue #17: answering `removed` for them hid typos).
     pub async fn remove_integration(&self, caller: &Caller, slug: &str) -> EngineResult<()> {
+        self.ensure_may_write(caller, None, "remove integrations")
+            .await?;
         if slug == BUILTIN_INTEGRATION {
             return Err(EngineError::IntegrationRemovalNotAllowed {
                 slug: slug.to_owned(),
@@ -454,6 +458,8 @@ impl Engine {
         caller: &Caller,
         input: ConnectionInput,
     ) -> EngineResult<ConnectionRecord> {
+        self.ensure_may_write(caller, Some(input.owner), "create workspace connections")
+            .await?;
         let integration = self.integration_record(caller, &input.integration).await?;
         if input.owner == Owner::User && caller.scope().subject.is_none() {
             return Err(EngineError::InvalidConnectionInput {
@@ -635,6 +641,8 @@ impl Engine {
         description: Option<Option<String>>,
         identity_label: Option<Option<String>>,
     ) -> EngineResult<ConnectionRecord> {
+        self.ensure_may_write(caller, Some(key.owner), "change workspace connections")
+            .await?;
         check_text(
             "description",
             description.as_ref().and_then(|d| d.as_deref()),
@@ -657,6 +665,8 @@ impl Engine {
         caller: &Caller,
         key: &ConnectionKey,
     ) -> EngineResult<()> {
+        self.ensure_may_write(caller, Some(key.owner), "remove workspace connections")
+            .await?;
         let record = self.get_connection(caller, key).await?;
         self.inner
             .store

@@ -104,6 +104,8 @@ impl Engine {
         caller: &Caller,
         input: AddOpenApiSpec,
     ) -> EngineResult<AddedOpenApiSpec> {
+        self.ensure_may_write(caller, None, "add integrations")
+            .await?;
         let explicit_slug = non_blank(input.slug.clone());
         if let Some(slug) = &explicit_slug {
             check_slug(slug)?;
@@ -322,6 +324,8 @@ impl Engine {
         mode: AuthTemplateMode,
         base_url: Option<Option<String>>,
     ) -> EngineResult<Vec<AuthMethod>> {
+        self.ensure_may_write(caller, None, "change integrations")
+            .await?;
         let mut record = self.require_openapi_record(caller, slug).await?;
         let mut config = OpenApiConfig::from_record(&record)?;
         if let Some(inputs) = authentication_template {
@@ -360,6 +364,8 @@ impl Engine {
         spec: Option<OpenApiSpecSource>,
         spec_overrides: Option<Value>,
     ) -> EngineResult<OpenApiSpecUpdate> {
+        self.ensure_may_write(caller, None, "change integrations")
+            .await?;
         let mut record = self.require_openapi_record(caller, slug).await?;
         let old = OpenApiConfig::from_record(&record)?;
         let source = match spec {
@@ -450,6 +456,8 @@ impl Engine {
         caller: &Caller,
         slug: &str,
     ) -> EngineResult<()> {
+        self.ensure_may_write(caller, None, "remove integrations")
+            .await?;
         let Some(record) = self
             .inner
             .store

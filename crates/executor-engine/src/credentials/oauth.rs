@@ -941,6 +941,8 @@ impl Engine {
         caller: &Caller,
         input: OAuthClientInput,
     ) -> EngineResult<String> {
+        self.ensure_may_write(caller, Some(input.owner), "add workspace OAuth apps")
+            .await?;
         let slug = input.slug.trim().to_owned();
         if slug.is_empty() {
             return Err(EngineError::InvalidInput {
@@ -1059,6 +1061,8 @@ impl Engine {
         owner: Owner,
         slug: &str,
     ) -> EngineResult<bool> {
+        self.ensure_may_write(caller, Some(owner), "remove workspace OAuth apps")
+            .await?;
         let removed = self
             .inner
             .store
@@ -1078,6 +1082,8 @@ impl Engine {
         caller: &Caller,
         input: RegisterDynamicClient,
     ) -> EngineResult<String> {
+        self.ensure_may_write(caller, Some(input.owner), "add workspace OAuth apps")
+            .await?;
         let endpoint = check_url("registrationEndpoint", &input.registration_endpoint)?;
         check_url("authorizationUrl", &input.authorization_url)?;
         check_url("tokenUrl", &input.token_url)?;
@@ -1369,6 +1375,8 @@ impl Engine {
         caller: &Caller,
         input: OAuthStart,
     ) -> EngineResult<OAuthStarted> {
+        self.ensure_may_write(caller, Some(input.owner), "create workspace connections")
+            .await?;
         let client = self
             .inner
             .store

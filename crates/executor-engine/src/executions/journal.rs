@@ -836,6 +836,7 @@ pub(crate) async fn call(
         journal.write_call(&inner, record).await;
     }
     let started = Instant::now();
+    let audited_path = journal.caller.member_email().map(|_| path.clone());
     let (reply, bytes) = match plan {
         Plan::Replayed(reply) => return reply,
         Plan::Diverged(message) => return HostReply::Reject(message),
@@ -859,10 +860,45 @@ pub(crate) async fn call(
             inner.call_limits.cap_output(reply)
         }
     };
+    if let Some(path) = audited_path {
+        audit_call(&inner, &journal.caller, &path, &reply);
+    }
     if let Some(record) = journal.complete(seq, &reply, bytes, started.elapsed()) {
         journal.write_call(&inner, record).await;
     }
     reply
+}
+
+/// A member's tool call in the audit log: the tool and how it ended, never its arguments or
+/// answer (they may hold credentials and personal data).
+fn audit_call(inner: &Arc<Inner>, caller: &crate::caller::Caller, path: &str, reply: &HostReply) {
+    let (outcome, code) = match reply {
+        HostReply::Resolve(value) if value["ok"] == Value::Bool(false) => {
+            let code = value["error"]["code"].as_str().map(str::to_owned);
+            let denied = matches!(
+                code.as_deref(),
+                Some("tool_blocked" | "org_write_denied" | "approval_declined")
+            );
+            (if denied { "denied" } else { "error" }, code)
+        }
+        HostReply::Resolve(_) => ("ok", None),
+        _ => ("error", None),
+    };
+    let engine = crate::Engine {
+        inner: inner.clone(),
+    };
+    engine.audit(
+        caller,
+        crate::AuditEntry {
+            kind: crate::AuditKind::ToolCall,
+            action: path.strip_prefix("tools.").unwrap_or(path).to_owned(),
+            target: None,
+            before: None,
+            after: None,
+            outcome,
+            detail: code.map(|code| serde_json::json!({ "code": code })),
+        },
+    );
 }
 
 /// Marks a live call ended once its outcome is journaled (or it was dropped).

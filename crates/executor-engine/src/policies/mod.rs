@@ -17,6 +17,7 @@ use executor_core::policy::{
 use executor_core::{Owner, now_ms};
 use executor_store::PolicyRecord;
 
+use crate::AuditEntry;
 use crate::Engine;
 use crate::caller::{Caller, PolicyKey, PolicySource};
 use crate::error::{EngineError, EngineResult};
@@ -124,6 +125,8 @@ impl Engine {
         action: &str,
         position: Option<String>,
     ) -> EngineResult<PolicyView> {
+        self.ensure_may_write(caller, Some(owner), "create workspace policies")
+            .await?;
         let pattern = parse_pattern(pattern)?;
         let action = parse_action(action)?;
         let position = match position {
@@ -164,6 +167,10 @@ impl Engine {
             )
             .await?;
         self.policies_changed();
+        self.audit(
+            caller,
+            AuditEntry::change("policy.create", &record.id).after(Some(audited(&record))),
+        );
         self.policy_view(caller, &record, &pattern, action).await
     }
 
@@ -176,6 +183,8 @@ impl Engine {
         action: Option<&str>,
         position: Option<String>,
     ) -> EngineResult<PolicyView> {
+        self.ensure_may_write(caller, Some(owner), "change workspace policies")
+            .await?;
         let not_found = || EngineError::PolicyNotFound { id: id.to_owned() };
         let current = self
             .inner
@@ -190,6 +199,7 @@ impl Engine {
         if let Some(p) = &position {
             validate_position(p).map_err(|e| invalid(format!("Invalid position {p:?}: {e}")))?;
         }
+        let current_seen = current.clone();
         let record = PolicyRecord {
             pattern: pattern.as_str().to_owned(),
             action: action.as_str().to_owned(),
@@ -203,6 +213,12 @@ impl Engine {
             .await?
             .ok_or_else(not_found)?;
         self.policies_changed();
+        self.audit(
+            caller,
+            AuditEntry::change("policy.update", id)
+                .before(Some(audited(&current_seen)))
+                .after(Some(audited(&updated))),
+        );
         self.policy_view(caller, &updated, &pattern, action).await
     }
 
@@ -213,6 +229,18 @@ impl Engine {
         owner: Owner,
         id: &str,
     ) -> EngineResult<bool> {
+        self.ensure_may_write(caller, Some(owner), "remove workspace policies")
+            .await?;
+        let before = match caller.member_email() {
+            Some(_) => self
+                .inner
+                .store
+                .list_policies(caller.scope())
+                .await?
+                .into_iter()
+                .find(|r| r.id == id && r.owner == owner),
+            None => None,
+        };
         let removed = self
             .inner
             .store
@@ -220,6 +248,10 @@ impl Engine {
             .await?;
         if removed {
             self.policies_changed();
+            self.audit(
+                caller,
+                AuditEntry::change("policy.remove", id).before(before.as_ref().map(audited)),
+            );
         }
         Ok(removed)
     }
@@ -321,4 +353,15 @@ fn view(record: &PolicyRecord, action: PolicyAction, matches: usize) -> PolicyVi
         matches,
         author: record.author,
     }
+}
+
+/// A rule as the audit log shows it.
+fn audited(record: &PolicyRecord) -> serde_json::Value {
+    serde_json::json!({
+        "id": record.id,
+        "owner": record.owner.as_str(),
+        "pattern": record.pattern,
+        "action": record.action,
+        "position": record.position,
+    })
 }

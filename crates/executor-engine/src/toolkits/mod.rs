@@ -200,6 +200,8 @@ impl Engine {
         name: &str,
         slug: Option<&str>,
     ) -> EngineResult<ToolkitView> {
+        self.ensure_may_write(caller, Some(owner), "create workspace toolkits")
+            .await?;
         let name = check_name(name)?;
         let slug = match slug.map(str::trim).filter(|s| !s.is_empty()) {
             Some(slug) => check_slug(slug)?,
@@ -241,7 +243,7 @@ impl Engine {
         name: Option<&str>,
         slug: Option<&str>,
     ) -> EngineResult<ToolkitView> {
-        let current = self.toolkit_record(caller, id).await?;
+        let current = self.toolkit_for_write(caller, id).await?;
         let name = match name {
             Some(name) => check_name(name)?,
             None => current.name.clone(),
@@ -275,7 +277,7 @@ impl Engine {
 
     /// Removes a toolkit and its entries; connections and integrations stay.
     pub async fn remove_toolkit(&self, caller: &Caller, id: &str) -> EngineResult<()> {
-        let record = self.toolkit_record(caller, id).await?;
+        let record = self.toolkit_for_write(caller, id).await?;
         if !self
             .inner
             .store
@@ -355,7 +357,7 @@ impl Engine {
         action: Option<&str>,
         position: Option<String>,
     ) -> EngineResult<ToolkitEntryView> {
-        self.toolkit_record(caller, id).await?;
+        self.toolkit_for_write(caller, id).await?;
         let kind = ToolkitEntryKind::Policy;
         let current = self
             .entries_of(caller, id, kind)
@@ -398,7 +400,7 @@ impl Engine {
         kind: ToolkitEntryKind,
         entry_id: &str,
     ) -> EngineResult<()> {
-        self.toolkit_record(caller, id).await?;
+        self.toolkit_for_write(caller, id).await?;
         if !self
             .inner
             .store
@@ -558,7 +560,7 @@ impl Engine {
         action: Option<PolicyAction>,
         position: Option<String>,
     ) -> EngineResult<ToolkitEntryView> {
-        self.toolkit_record(caller, id).await?;
+        self.toolkit_for_write(caller, id).await?;
         let existing = self.entries_of(caller, id, kind).await?;
         if kind == ToolkitEntryKind::Connection
             && let Some(same) = existing.iter().find(|e| e.pattern == pattern.as_str())
@@ -606,6 +608,14 @@ impl Engine {
             .await?;
         entries.retain(|e| e.kind == kind);
         Ok(entries)
+    }
+
+    /// The toolkit, when the caller may change it (an org toolkit takes an admin).
+    async fn toolkit_for_write(&self, caller: &Caller, id: &str) -> EngineResult<ToolkitRecord> {
+        let record = self.toolkit_record(caller, id).await?;
+        self.ensure_may_write(caller, Some(record.owner), "change workspace toolkits")
+            .await?;
+        Ok(record)
     }
 
     async fn toolkit_record(&self, caller: &Caller, id: &str) -> EngineResult<ToolkitRecord> {

@@ -1,0 +1,185 @@
+//! The team server's rules on the workspace (issue #24): who may change it, and the audit log
+//! of what its members changed and called.
+//!
+//! Members read and use the workspace and fully control their own (`user`) rows; changing the
+//! catalog or any `org` row takes an admin or owner. The role is read from the store at each
+//! decision, so a promotion or demotion applies to the next write, a resumed execution's
+//! included. Local owners and embedders (callers that are not members) may write everything and
+//! are not audited.
+//!
+//! Audit events are buffered and appended in batches off the caller's path: a tool call does
+//! not wait for its line in the log.
+
+use std::sync::{Arc, Mutex};
+
+use executor_core::{Owner, now_ms};
+use executor_store::{AuditRecord, Store};
+use serde_json::Value;
+
+use crate::caller::{Caller, Principal};
+use crate::error::{EngineError, EngineResult};
+
+/// What an event records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditKind {
+    /// A change to the workspace (or to the caller's own rows).
+    Change,
+    /// A tool call.
+    ToolCall,
+}
+
+/// One thing a member did, before it is stamped with who and when.
+#[derive(Debug, Clone)]
+pub struct AuditEntry {
+    pub kind: AuditKind,
+    pub action: String,
+    pub target: Option<String>,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+    /// `ok`, `error`, `denied` or `paused`.
+    pub outcome: &'static str,
+    pub detail: Option<Value>,
+}
+
+impl AuditEntry {
+    pub fn change(action: impl Into<String>, target: impl Into<String>) -> Self {
+        AuditEntry {
+            kind: AuditKind::Change,
+            action: action.into(),
+            target: Some(target.into()),
+            before: None,
+            after: None,
+            outcome: "ok",
+            detail: None,
+        }
+    }
+
+    pub fn before(mut self, value: Option<Value>) -> Self {
+        self.before = value;
+        self
+    }
+
+    pub fn after(mut self, value: Option<Value>) -> Self {
+        self.after = value;
+        self
+    }
+}
+
+/// How the caller signed in, as the log shows it.
+fn via(principal: Principal) -> &'static str {
+    match principal {
+        Principal::UserSession => "session",
+        Principal::ApiKey => "api_key",
+        Principal::AgentToken => "oauth",
+        Principal::LocalOwner => "system",
+    }
+}
+
+/// Events waiting for their batch.
+#[derive(Default)]
+pub(crate) struct AuditLog {
+    pending: Mutex<Vec<AuditRecord>>,
+}
+
+impl AuditLog {
+    fn push(self: &Arc<Self>, store: &Arc<dyn Store>, record: AuditRecord) {
+        let first = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.push(record);
+            pending.len() == 1
+        };
+        if first {
+            let log = self.clone();
+            let store = store.clone();
+            tokio::spawn(async move { log.flush(&store).await });
+        }
+    }
+
+    async fn flush(&self, store: &Arc<dyn Store>) {
+        let batch = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        if batch.is_empty() {
+            return;
+        }
+        if let Err(e) = store.append_audit(&batch).await {
+            tracing::error!(error = %e, events = batch.len(), "could not write audit events");
+        }
+    }
+}
+
+impl crate::Engine {
+    /// `Ok` when the caller may change rows of `owner` (`None`: the tenant's catalog, which
+    /// every member shares). `what` completes "Only workspace admins can …".
+    pub async fn ensure_may_write(
+        &self,
+        caller: &Caller,
+        owner: Option<Owner>,
+        what: &str,
+    ) -> EngineResult<()> {
+        if caller.member_email().is_none() || owner == Some(Owner::User) {
+            return Ok(());
+        }
+        let role = match caller.subject() {
+            Some(user) => self
+                .inner
+                .store
+                .get_user(caller.tenant(), user)
+                .await?
+                .map(|u| u.role),
+            None => None,
+        };
+        match role.as_deref() {
+            Some("owner" | "admin") => Ok(()),
+            _ => {
+                // A refused attempt is worth a line too: it is how an admin learns what members
+                // try to change.
+                self.audit(
+                    caller,
+                    AuditEntry {
+                        outcome: "denied",
+                        ..AuditEntry::change(
+                            format!("denied: {what}"),
+                            owner.map_or("catalog", Owner::as_str),
+                        )
+                    },
+                );
+                Err(EngineError::OrgWriteDenied {
+                    message: format!(
+                        "Only workspace admins can {what}. Ask an admin, or make it a personal one (owner \"user\")."
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Records what a member did (nothing for callers that are not members).
+    pub fn audit(&self, caller: &Caller, entry: AuditEntry) {
+        let Some(email) = caller.member_email() else {
+            return;
+        };
+        let record = AuditRecord {
+            id: 0,
+            tenant: caller.tenant().to_owned(),
+            at: now_ms(),
+            kind: match entry.kind {
+                AuditKind::Change => "change",
+                AuditKind::ToolCall => "tool_call",
+            }
+            .to_owned(),
+            actor_id: caller.subject().map(str::to_owned),
+            actor_email: Some(email.to_owned()),
+            via: via(caller.principal()).to_owned(),
+            action: entry.action,
+            target: entry.target,
+            before: entry.before,
+            after: entry.after,
+            outcome: entry.outcome.to_owned(),
+            detail: entry.detail,
+        };
+        self.inner.audit.push(&self.inner.store, record);
+    }
+
+    /// Writes the events still buffered (a reader of the log sees everything recorded before).
+    pub async fn flush_audit(&self) {
+        self.inner.audit.flush(&self.inner.store).await;
+    }
+}
