@@ -11,6 +11,14 @@ pub enum ApiError {
     Schema(String),
     PayloadTooLarge,
     Engine(EngineError),
+    /// The team server's accounts.
+    Account(executor_accounts::AccountError),
+}
+
+impl From<executor_accounts::AccountError> for ApiError {
+    fn from(e: executor_accounts::AccountError) -> Self {
+        ApiError::Account(e)
+    }
 }
 
 impl From<EngineError> for ApiError {
@@ -39,6 +47,7 @@ impl ApiError {
                 ), "limitBytes": crate::MAX_BODY_BYTES}),
             ),
             ApiError::Engine(e) => engine_parts(e),
+            ApiError::Account(e) => account_parts(e),
         }
     }
 }
@@ -104,6 +113,10 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
         E::InvalidPolicy { message } => (
             StatusCode::BAD_REQUEST,
             json!({"_tag": "InvalidPolicyError", "message": message}),
+        ),
+        E::OrgWriteDenied { message } => (
+            StatusCode::FORBIDDEN,
+            json!({"_tag": "OrgWriteDeniedError", "message": message}),
         ),
         E::PolicyNotFound { id } => (
             StatusCode::NOT_FOUND,
@@ -188,6 +201,32 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
         ),
         E::Internal(cause) => internal(&cause),
     }
+}
+
+fn account_parts(e: executor_accounts::AccountError) -> (StatusCode, Value) {
+    use executor_accounts::AccountError as A;
+    let message = e.to_string();
+    let (status, tag) = match &e {
+        A::Unauthorized => (StatusCode::UNAUTHORIZED, "AccountUnauthorized"),
+        A::AdminUnauthorized => (StatusCode::UNAUTHORIZED, "AdminUnauthorized"),
+        A::AdminForbidden => (StatusCode::FORBIDDEN, "AdminForbidden"),
+        A::Forbidden(_) => (StatusCode::FORBIDDEN, "AccountForbidden"),
+        A::InviteRequired => (StatusCode::FORBIDDEN, "InviteRequiredError"),
+        A::InvalidInvite => (StatusCode::FORBIDDEN, "InvalidInviteError"),
+        A::EmailTaken => (StatusCode::CONFLICT, "EmailTakenError"),
+        A::InvalidInput(_) => (StatusCode::BAD_REQUEST, "InvalidAccountInputError"),
+        A::InvalidCredentials => (StatusCode::UNAUTHORIZED, "InvalidCredentialsError"),
+        A::TooManyAttempts { retry_after_secs } => {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                json!({"_tag": "TooManyAttemptsError", "message": message, "retryAfterSeconds": retry_after_secs}),
+            );
+        }
+        A::LastOwner => (StatusCode::CONFLICT, "LastOwnerError"),
+        A::NotFound(_) => (StatusCode::NOT_FOUND, "AccountNotFoundError"),
+        A::Internal(cause) => return internal(cause),
+    };
+    (status, json!({"_tag": tag, "message": message}))
 }
 
 /// Logs the cause under a trace id; the caller sees only the id.

@@ -12,6 +12,7 @@ mod mcp_routes;
 mod oauth_routes;
 mod openapi_routes;
 mod routes;
+mod team;
 mod toolkit_routes;
 mod wire;
 
@@ -45,6 +46,9 @@ pub struct ServeConfig {
     pub caller: Option<Caller>,
     /// The data directory, as `GET /api/server` shows it (`None`: not shown).
     pub data_dir: Option<String>,
+    /// Serve as the team server (`executor serve`): people sign in to these accounts, and
+    /// `auth_token` and `caller` are not used.
+    pub team: Option<executor_accounts::Accounts>,
 }
 
 /// What `GET /api/server` says of this server.
@@ -66,12 +70,15 @@ pub fn app(engine: Engine) -> Router {
 /// [`app`] with options; MCP sessions end when `shutdown` is cancelled.
 pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToken) -> Router {
     let caller = config.caller.clone().unwrap_or_else(default_caller);
+    if let Some(accounts) = &config.team {
+        return team_app(engine, config, accounts.clone(), caller, shutdown);
+    }
     let gate = auth::Gate::new(
         config.auth_token.clone(),
         &config.allowed_hosts,
         caller.clone(),
     );
-    routes::router(engine.clone())
+    routes::router(engine.clone(), axum::Router::new())
         .merge(mcp::router(
             engine,
             caller,
@@ -83,6 +90,42 @@ pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToke
             data_dir: config.data_dir.clone(),
         }))
         .layer(axum::middleware::from_fn_with_state(gate, auth::middleware))
+        .layer(axum::middleware::map_response(no_framing))
+}
+
+/// The team server: the accounts' routes and OAuth documents beside the API, and its own
+/// front door (sign-in instead of the local token, no CORS: the console is same-origin).
+fn team_app(
+    engine: Engine,
+    config: &ServeConfig,
+    accounts: executor_accounts::Accounts,
+    caller: Caller,
+    shutdown: CancellationToken,
+) -> Router {
+    let team = team::Team::new(accounts, engine.clone());
+    let mut hosts = config.allowed_hosts.clone();
+    hosts.extend(team.host());
+    routes::router(engine.clone(), team::api_router())
+        .merge(team::well_known_router())
+        .merge(mcp::router(
+            engine,
+            caller,
+            &hosts,
+            config.mcp_sessions,
+            shutdown,
+        ))
+        .layer(axum::Extension(ServerInfo {
+            data_dir: config.data_dir.clone(),
+        }))
+        .layer(axum::middleware::from_fn_with_state(
+            team.clone(),
+            team::audit_changes,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            team.clone(),
+            team::front_door,
+        ))
+        .layer(axum::Extension(team))
         .layer(axum::middleware::map_response(no_framing))
 }
 
@@ -140,8 +183,12 @@ pub async fn serve_with(
     });
     let app = app_with(engine, &config, shutdown.child_token());
     let signal = shutdown.clone();
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(async move { signal.cancelled().await });
+    // The peer's address reaches the sign-in limits of the team server.
+    let server = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move { signal.cancelled().await });
     let server = tokio::spawn(async move { server.await });
     shutdown.cancelled().await;
     match tokio::time::timeout(drain, server).await {

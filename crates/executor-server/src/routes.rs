@@ -25,7 +25,8 @@ use crate::wire;
 
 type ApiResult = Result<Response, ApiError>;
 
-pub(crate) fn router(engine: Engine) -> Router {
+/// The API (with `extra` routes under `/api`: the team server's) and the console.
+pub(crate) fn router(engine: Engine, extra: Router<Engine>) -> Router {
     let api = Router::new()
         .route("/health", get(health))
         .route("/openapi.json", get(crate::api_doc::openapi_json))
@@ -72,6 +73,7 @@ pub(crate) fn router(engine: Engine) -> Router {
         .merge(crate::health_routes::router())
         .merge(crate::oauth_routes::router())
         .merge(crate::toolkit_routes::router())
+        .merge(extra)
         .fallback(not_found)
         .with_state(engine);
     Router::new()

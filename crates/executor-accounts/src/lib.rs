@@ -1,0 +1,780 @@
+//! executor-accounts: the team server's people and credentials (issue #24). Sign-up (the first
+//! account owns the organisation, later ones need an invite), sign-in with argon2id passwords
+//! and a per-account and per-address limit on failures, sessions, invites, members and roles,
+//! API keys, the OAuth 2.1 authorization server MCP clients sign in with (`oauth.rs`), the
+//! device login of the CLI (`device.rs`), and the audit lines of account changes.
+//!
+//! **Knows nothing of** HTTP, the engine or the sandbox: it turns requests into
+//! [`AccountStore`] rows and answers values or [`AccountError`]s the server maps to the wire.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use executor_core::now_ms;
+use executor_store::{
+    AuditRecord, InviteRecord, MemberChange, Store, StoreError, TokenKind, TokenRecord, UserRecord,
+};
+use serde_json::{Value, json};
+
+mod device;
+mod limiter;
+mod oauth;
+mod secrets;
+
+pub use device::{CLI_CLIENT_ID, DEVICE_GRANT_TYPE, DeviceCode, DeviceStatus, DeviceTokenError};
+pub use oauth::{
+    AuthorizeRedirect, AuthorizeRequest, ConsentView, OAuthError, RegisteredClient, SCOPE,
+    TokenGrant, TokenResponse,
+};
+pub use secrets::token_hash;
+
+/// Prefix of API keys.
+pub const API_KEY_PREFIX: &str = "exk_";
+/// Prefix of session tokens (browser and CLI sign-ins).
+pub const SESSION_PREFIX: &str = "exs_";
+/// Prefix of OAuth access tokens issued to MCP clients.
+pub const ACCESS_PREFIX: &str = "exo_";
+/// Prefix of OAuth refresh tokens.
+pub const REFRESH_PREFIX: &str = "exr_";
+
+/// How long a browser sign-in lasts.
+const BROWSER_SESSION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// How long the CLI's sign-in lasts.
+pub(crate) const CLI_SESSION: Duration = Duration::from_secs(90 * 24 * 3600);
+/// `last_used_at` is stamped at most this often per token (a write per request would queue
+/// every request on the database's writer).
+const TOUCH_GRANULARITY_MS: i64 = 60_000;
+
+/// The organisation this instance serves.
+#[derive(Debug, Clone)]
+pub struct Organisation {
+    /// The tenant of every row (`EXECUTOR_ORG_SLUG`).
+    pub slug: String,
+    pub name: String,
+}
+
+/// A role of the organisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Owner,
+    Admin,
+    Member,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Admin => "admin",
+            Role::Member => "member",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "owner" => Some(Role::Owner),
+            "admin" => Some(Role::Admin),
+            "member" => Some(Role::Member),
+            _ => None,
+        }
+    }
+
+    pub fn is_admin(self) -> bool {
+        matches!(self, Role::Owner | Role::Admin)
+    }
+}
+
+/// How a request proved who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    Session,
+    ApiKey,
+    /// An access token issued to an MCP client, bound to `resource`.
+    OAuth {
+        resource: Option<String>,
+    },
+}
+
+/// A signed-in request's person.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub user: UserRecord,
+    pub role: Role,
+    pub via: Via,
+    /// The token's row (sessions: what sign-out removes).
+    pub token_id: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    #[error("not signed in")]
+    Unauthorized,
+    #[error("not signed in")]
+    AdminUnauthorized,
+    #[error("Only owners and admins may do this.")]
+    AdminForbidden,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("An invite code is required to join this workspace.")]
+    InviteRequired,
+    #[error("This invite code is invalid, already used, or expired.")]
+    InvalidInvite,
+    #[error("An account with this email already exists.")]
+    EmailTaken,
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("Wrong email or password.")]
+    InvalidCredentials,
+    #[error("Too many failed sign-ins. Try again in {retry_after_secs} s.")]
+    TooManyAttempts { retry_after_secs: u64 },
+    #[error("The organisation must keep an owner.")]
+    LastOwner,
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for AccountError {
+    fn from(e: StoreError) -> Self {
+        AccountError::Internal(format!("store: {e}"))
+    }
+}
+
+pub type AccountResult<T> = Result<T, AccountError>;
+
+/// A new sign-in: the token (given once) and whose it is.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub user: UserRecord,
+    pub token: String,
+    /// Seconds the session lasts.
+    pub max_age: u64,
+}
+
+/// An API key as listed, and (once, at creation) its value.
+#[derive(Debug, Clone)]
+pub struct ApiKey {
+    pub record: TokenRecord,
+    pub value: Option<String>,
+}
+
+/// The account service of one organisation. Cheap to clone.
+#[derive(Clone)]
+pub struct Accounts {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Accounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Accounts")
+            .field("org", &self.inner.org)
+            .field("base_url", &self.inner.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    org: Organisation,
+    /// The origin people and agents use (`EXECUTOR_WEB_BASE_URL`), without a trailing slash.
+    base_url: String,
+    limiter: limiter::Limiter,
+}
+
+impl Accounts {
+    pub fn new(store: Arc<dyn Store>, org: Organisation, base_url: &str) -> Self {
+        Accounts {
+            inner: Arc::new(Inner {
+                store,
+                org,
+                base_url: base_url.trim_end_matches('/').to_owned(),
+                limiter: limiter::Limiter::default(),
+            }),
+        }
+    }
+
+    pub fn organisation(&self) -> &Organisation {
+        &self.inner.org
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    fn store(&self) -> &dyn Store {
+        &*self.inner.store
+    }
+
+    fn tenant(&self) -> &str {
+        &self.inner.org.slug
+    }
+
+    pub async fn needs_setup(&self) -> AccountResult<bool> {
+        Ok(self.store().count_users(self.tenant()).await? == 0)
+    }
+
+    /// Creates the owner from `EXECUTOR_BOOTSTRAP_ADMIN_*` when the organisation has nobody;
+    /// `true` when it did.
+    pub async fn bootstrap_owner(
+        &self,
+        email: &str,
+        password: &str,
+        name: &str,
+    ) -> AccountResult<bool> {
+        if !self.needs_setup().await? {
+            return Ok(false);
+        }
+        let user = self.new_user(name, email, password, Role::Owner).await?;
+        Ok(self.store().insert_first_user(&user).await?)
+    }
+
+    async fn new_user(
+        &self,
+        name: &str,
+        email: &str,
+        password: &str,
+        role: Role,
+    ) -> AccountResult<UserRecord> {
+        let email = check_email(email)?;
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > 100 {
+            return Err(AccountError::InvalidInput(
+                "A name of 1 to 100 characters is required.".to_owned(),
+            ));
+        }
+        let length = password.chars().count();
+        if !(8..=256).contains(&length) {
+            return Err(AccountError::InvalidInput(
+                "The password must be 8 to 256 characters long.".to_owned(),
+            ));
+        }
+        let now = now_ms();
+        Ok(UserRecord {
+            id: secrets::new_id("usr"),
+            tenant: self.tenant().to_owned(),
+            email,
+            name: name.to_owned(),
+            password_hash: secrets::hash_password(password.to_owned())
+                .await
+                .map_err(AccountError::Internal)?,
+            role: role.as_str().to_owned(),
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    /// `POST /api/auth/sign-up/email`: the first account owns the organisation; later ones
+    /// redeem an invite.
+    pub async fn sign_up(
+        &self,
+        name: &str,
+        email: &str,
+        password: &str,
+        invite_code: Option<&str>,
+    ) -> AccountResult<SignedIn> {
+        let code = invite_code.map(str::trim).filter(|c| !c.is_empty());
+        if self.needs_setup().await? {
+            let user = self.new_user(name, email, password, Role::Owner).await?;
+            if self.store().insert_first_user(&user).await? {
+                self.audit_system(&user, "account.setup", &user.email);
+                return self.session_for(user, "browser", BROWSER_SESSION).await;
+            }
+            // Another sign-up became the owner a moment ago: this one needs an invite too.
+        }
+        let Some(code) = code else {
+            return Err(AccountError::InviteRequired);
+        };
+        let Some(code) = secrets::normalise_code(code, 3) else {
+            return Err(AccountError::InvalidInvite);
+        };
+        let user = self.new_user(name, email, password, Role::Member).await?;
+        match self
+            .store()
+            .insert_invited_user(&user, &code, now_ms())
+            .await
+        {
+            Ok(Some(role)) => {
+                let user = UserRecord { role, ..user };
+                self.audit_system(&user, "member.join", &user.email);
+                self.session_for(user, "browser", BROWSER_SESSION).await
+            }
+            Ok(None) => Err(AccountError::InvalidInvite),
+            Err(StoreError::AlreadyExists) => Err(AccountError::EmailTaken),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `POST /api/auth/sign-in/email`, from the client address `address` when known.
+    pub async fn sign_in(
+        &self,
+        email: &str,
+        password: &str,
+        address: Option<&str>,
+    ) -> AccountResult<SignedIn> {
+        let email = email.trim().to_lowercase();
+        match self.inner.limiter.admit(&email, address) {
+            limiter::Admission::Refused(wait) => {
+                return Err(AccountError::TooManyAttempts {
+                    retry_after_secs: wait.as_secs().max(1),
+                });
+            }
+            limiter::Admission::Proceed(delay) if !delay.is_zero() => {
+                tokio::time::sleep(delay).await;
+            }
+            limiter::Admission::Proceed(_) => {}
+        }
+        let user = self
+            .store()
+            .get_user_by_email(self.tenant(), &email)
+            .await?;
+        let stored = user.as_ref().map(|u| u.password_hash.clone());
+        if !secrets::verify_password(password.to_owned(), stored).await {
+            self.inner.limiter.failed(&email, address);
+            return Err(AccountError::InvalidCredentials);
+        }
+        self.inner.limiter.succeeded(&email);
+        let Some(user) = user else {
+            return Err(AccountError::InvalidCredentials);
+        };
+        self.session_for(user, "browser", BROWSER_SESSION).await
+    }
+
+    /// A new session of `user` for `client` (`browser`, `executor-cli`).
+    async fn session_for(
+        &self,
+        user: UserRecord,
+        client: &str,
+        lifetime: Duration,
+    ) -> AccountResult<SignedIn> {
+        let (token, hash) = secrets::mint(SESSION_PREFIX);
+        let now = now_ms();
+        self.store()
+            .insert_token(&TokenRecord {
+                id: secrets::new_id("ses"),
+                token_hash: hash,
+                kind: TokenKind::Session,
+                tenant: self.tenant().to_owned(),
+                user_id: user.id.clone(),
+                name: Some(client.to_owned()),
+                hint: None,
+                client_id: Some(client.to_owned()),
+                resource: None,
+                scope: None,
+                grant_id: None,
+                created_at: now,
+                updated_at: now,
+                last_used_at: Some(now),
+                expires_at: Some(now + lifetime.as_millis() as i64),
+                used_at: None,
+            })
+            .await?;
+        Ok(SignedIn {
+            user,
+            token,
+            max_age: lifetime.as_secs(),
+        })
+    }
+
+    /// Who `token` signs in, if anyone: a live session, API key or OAuth access token.
+    pub async fn authenticate(&self, token: &str) -> AccountResult<Option<Identity>> {
+        let token = token.trim();
+        let via = if token.starts_with(SESSION_PREFIX) {
+            Via::Session
+        } else if token.starts_with(API_KEY_PREFIX) {
+            Via::ApiKey
+        } else if token.starts_with(ACCESS_PREFIX) {
+            Via::OAuth { resource: None }
+        } else {
+            return Ok(None);
+        };
+        let Some((record, user)) = self.store().find_token(&secrets::token_hash(token)).await?
+        else {
+            return Ok(None);
+        };
+        let now = now_ms();
+        let kind_matches = matches!(
+            (&via, record.kind),
+            (Via::Session, TokenKind::Session)
+                | (Via::ApiKey, TokenKind::ApiKey)
+                | (Via::OAuth { .. }, TokenKind::OAuthAccess)
+        );
+        if !kind_matches
+            || record.tenant != self.tenant()
+            || record.expires_at.is_some_and(|at| at <= now)
+        {
+            return Ok(None);
+        }
+        let Some(role) = Role::parse(&user.role) else {
+            return Ok(None);
+        };
+        if record
+            .last_used_at
+            .is_none_or(|at| at < now - TOUCH_GRANULARITY_MS)
+        {
+            let store = self.inner.store.clone();
+            let id = record.id.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.touch_token(&id, now, TOUCH_GRANULARITY_MS).await {
+                    tracing::debug!(error = %e, "could not stamp a token's last use");
+                }
+            });
+        }
+        let via = match via {
+            Via::OAuth { .. } => Via::OAuth {
+                resource: record.resource.clone(),
+            },
+            other => other,
+        };
+        Ok(Some(Identity {
+            user,
+            role,
+            via,
+            token_id: record.id,
+        }))
+    }
+
+    /// Ends the session `token` (sign-out); other kinds are left alone.
+    pub async fn sign_out(&self, token: &str) -> AccountResult<()> {
+        if token.starts_with(SESSION_PREFIX) {
+            self.store()
+                .delete_token_by_hash(&secrets::token_hash(token))
+                .await?;
+        }
+        Ok(())
+    }
+
+    // ---- members ----
+
+    pub async fn members(&self) -> AccountResult<Vec<UserRecord>> {
+        Ok(self.store().list_users(self.tenant()).await?)
+    }
+
+    /// Changes `id`'s role: admins and owners may, but only an owner makes or unmakes owners.
+    pub async fn set_role(&self, by: &Identity, id: &str, role: &str) -> AccountResult<UserRecord> {
+        require_admin(by)?;
+        let Some(role) = Role::parse(role) else {
+            return Err(AccountError::InvalidInput(
+                "roleSlug must be owner, admin or member.".to_owned(),
+            ));
+        };
+        let Some(target) = self.store().get_user(self.tenant(), id).await? else {
+            return Err(AccountError::NotFound("member"));
+        };
+        let touches_owner = role == Role::Owner || target.role == Role::Owner.as_str();
+        if touches_owner && by.role != Role::Owner {
+            return Err(AccountError::Forbidden(
+                "Only an owner can make or unmake owners.".to_owned(),
+            ));
+        }
+        match self
+            .store()
+            .set_user_role(self.tenant(), id, role.as_str())
+            .await?
+        {
+            MemberChange::Done => {}
+            MemberChange::NotFound => return Err(AccountError::NotFound("member")),
+            MemberChange::LastOwner => return Err(AccountError::LastOwner),
+        }
+        self.audit(
+            by,
+            "member.role",
+            &target.email,
+            Some(json!({ "role": target.role })),
+            Some(json!({ "role": role.as_str() })),
+        );
+        Ok(UserRecord {
+            role: role.as_str().to_owned(),
+            ..target
+        })
+    }
+
+    /// Removes a member (admins; anyone may leave), ending their sessions and keys at once.
+    pub async fn remove_member(&self, by: &Identity, id: &str) -> AccountResult<()> {
+        if by.user.id != id {
+            require_admin(by)?;
+        }
+        let Some(target) = self.store().get_user(self.tenant(), id).await? else {
+            return Err(AccountError::NotFound("member"));
+        };
+        if target.role == Role::Owner.as_str() && by.role != Role::Owner {
+            return Err(AccountError::Forbidden(
+                "Only an owner can remove an owner.".to_owned(),
+            ));
+        }
+        match self.store().delete_user(self.tenant(), id).await? {
+            MemberChange::Done => {}
+            MemberChange::NotFound => return Err(AccountError::NotFound("member")),
+            MemberChange::LastOwner => return Err(AccountError::LastOwner),
+        }
+        self.audit(
+            by,
+            "member.remove",
+            &target.email,
+            Some(json!({ "email": target.email, "role": target.role })),
+            None,
+        );
+        Ok(())
+    }
+
+    // ---- invites ----
+
+    pub async fn invites(&self, by: &Identity) -> AccountResult<Vec<InviteRecord>> {
+        require_admin(by)?;
+        Ok(self.store().list_invites(self.tenant()).await?)
+    }
+
+    pub async fn create_invite(
+        &self,
+        by: &Identity,
+        role: Option<&str>,
+        label: Option<&str>,
+        expires_in_days: Option<i64>,
+    ) -> AccountResult<InviteRecord> {
+        require_admin(by)?;
+        let role = match role.map(str::trim).filter(|r| !r.is_empty()) {
+            None | Some("member") => "member",
+            Some("admin") => "admin",
+            Some(_) => {
+                return Err(AccountError::InvalidInput(
+                    "An invite's role is admin or member.".to_owned(),
+                ));
+            }
+        };
+        let days = expires_in_days.unwrap_or(7);
+        if !(1..=90).contains(&days) {
+            return Err(AccountError::InvalidInput(
+                "expiresInDays must be between 1 and 90.".to_owned(),
+            ));
+        }
+        let label = label.map(str::trim).filter(|l| !l.is_empty());
+        if label.is_some_and(|l| l.chars().count() > 100) {
+            return Err(AccountError::InvalidInput(
+                "A label is at most 100 characters.".to_owned(),
+            ));
+        }
+        let now = now_ms();
+        let mut last = None;
+        // A code collision (1 in 32^12 per pair) is retried, not reported.
+        for _ in 0..3 {
+            let rec = InviteRecord {
+                id: secrets::new_id("inv"),
+                tenant: self.tenant().to_owned(),
+                code: secrets::code(3),
+                role: role.to_owned(),
+                label: label.map(str::to_owned),
+                created_by: by.user.id.clone(),
+                created_at: now,
+                expires_at: now + days * 24 * 3600 * 1000,
+                used_by: None,
+                used_by_email: None,
+                used_at: None,
+            };
+            match self.store().insert_invite(&rec).await {
+                Ok(()) => {
+                    self.audit(
+                        by,
+                        "invite.create",
+                        &rec.id,
+                        None,
+                        Some(json!({ "role": rec.role, "label": rec.label, "expiresAt": rec.expires_at })),
+                    );
+                    return Ok(rec);
+                }
+                Err(StoreError::AlreadyExists) => last = Some(StoreError::AlreadyExists),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(last.unwrap_or(StoreError::AlreadyExists).into())
+    }
+
+    pub async fn revoke_invite(&self, by: &Identity, id: &str) -> AccountResult<bool> {
+        require_admin(by)?;
+        let removed = self.store().delete_unused_invite(self.tenant(), id).await?;
+        if removed {
+            self.audit(by, "invite.revoke", id, None, None);
+        }
+        Ok(removed)
+    }
+
+    /// Whether `code` can be redeemed now (public).
+    pub async fn invite_valid(&self, code: &str) -> AccountResult<bool> {
+        let Some(code) = secrets::normalise_code(code, 3) else {
+            return Ok(false);
+        };
+        Ok(self
+            .store()
+            .get_invite_by_code(self.tenant(), &code)
+            .await?
+            .is_some_and(|i| i.used_at.is_none() && i.expires_at > now_ms()))
+    }
+
+    // ---- API keys ----
+
+    pub async fn api_keys(&self, by: &Identity) -> AccountResult<Vec<TokenRecord>> {
+        Ok(self
+            .store()
+            .list_tokens(self.tenant(), &by.user.id, TokenKind::ApiKey)
+            .await?)
+    }
+
+    pub async fn create_api_key(&self, by: &Identity, name: Option<&str>) -> AccountResult<ApiKey> {
+        let name = name
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .unwrap_or("API key");
+        if name.chars().count() > 100 {
+            return Err(AccountError::InvalidInput(
+                "An API key's name is at most 100 characters.".to_owned(),
+            ));
+        }
+        let (value, hash) = secrets::mint(API_KEY_PREFIX);
+        let now = now_ms();
+        let record = TokenRecord {
+            id: secrets::new_id("key"),
+            token_hash: hash,
+            kind: TokenKind::ApiKey,
+            tenant: self.tenant().to_owned(),
+            user_id: by.user.id.clone(),
+            name: Some(name.to_owned()),
+            hint: Some(value[..API_KEY_PREFIX.len() + 4].to_owned()),
+            client_id: None,
+            resource: None,
+            scope: None,
+            grant_id: None,
+            created_at: now,
+            updated_at: now,
+            last_used_at: None,
+            expires_at: None,
+            used_at: None,
+        };
+        self.store().insert_token(&record).await?;
+        self.audit(
+            by,
+            "apiKey.create",
+            &record.id,
+            None,
+            Some(json!({ "name": name, "hint": record.hint })),
+        );
+        Ok(ApiKey {
+            record,
+            value: Some(value),
+        })
+    }
+
+    pub async fn delete_api_key(&self, by: &Identity, id: &str) -> AccountResult<bool> {
+        let removed = self
+            .store()
+            .delete_token(self.tenant(), &by.user.id, TokenKind::ApiKey, id)
+            .await?;
+        if removed {
+            self.audit(by, "apiKey.delete", id, None, None);
+        }
+        Ok(removed)
+    }
+
+    /// Forgets expired tokens and grants (run now and then).
+    pub async fn purge_expired(&self) -> AccountResult<u64> {
+        Ok(self.store().purge_expired_accounts(now_ms()).await?)
+    }
+
+    // ---- audit ----
+
+    /// The audit log, newest first (owners and admins).
+    pub async fn audit_events(
+        &self,
+        by: &Identity,
+        filter: &executor_store::AuditFilter,
+    ) -> AccountResult<Vec<AuditRecord>> {
+        require_admin(by)?;
+        Ok(self.store().list_audit(self.tenant(), filter).await?)
+    }
+
+    fn audit(
+        &self,
+        by: &Identity,
+        action: &str,
+        target: &str,
+        before: Option<Value>,
+        after: Option<Value>,
+    ) {
+        let record = AuditRecord {
+            id: 0,
+            tenant: self.tenant().to_owned(),
+            at: now_ms(),
+            kind: "change".to_owned(),
+            actor_id: Some(by.user.id.clone()),
+            actor_email: Some(by.user.email.clone()),
+            via: via_name(&by.via).to_owned(),
+            action: action.to_owned(),
+            target: Some(target.to_owned()),
+            before,
+            after,
+            outcome: "ok".to_owned(),
+            detail: None,
+        };
+        self.append(record);
+    }
+
+    /// An account event with no signed-in actor (set-up, joining): the new user is the actor.
+    fn audit_system(&self, user: &UserRecord, action: &str, target: &str) {
+        self.append(AuditRecord {
+            id: 0,
+            tenant: self.tenant().to_owned(),
+            at: now_ms(),
+            kind: "change".to_owned(),
+            actor_id: Some(user.id.clone()),
+            actor_email: Some(user.email.clone()),
+            via: "session".to_owned(),
+            action: action.to_owned(),
+            target: Some(target.to_owned()),
+            before: None,
+            after: Some(json!({ "role": user.role })),
+            outcome: "ok".to_owned(),
+            detail: None,
+        });
+    }
+
+    fn append(&self, record: AuditRecord) {
+        let store = self.inner.store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.append_audit(&[record]).await {
+                tracing::error!(error = %e, "could not write an audit event");
+            }
+        });
+    }
+}
+
+/// `session`, `api_key` or `oauth`.
+pub fn via_name(via: &Via) -> &'static str {
+    match via {
+        Via::Session => "session",
+        Via::ApiKey => "api_key",
+        Via::OAuth { .. } => "oauth",
+    }
+}
+
+fn require_admin(by: &Identity) -> AccountResult<()> {
+    if by.role.is_admin() {
+        Ok(())
+    } else {
+        Err(AccountError::AdminForbidden)
+    }
+}
+
+/// A plausible email, lower-cased: one `@` with text on both sides, no spaces, at most 254.
+fn check_email(raw: &str) -> AccountResult<String> {
+    let email = raw.trim().to_lowercase();
+    let ok = email.len() <= 254
+        && !email.chars().any(char::is_whitespace)
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && !domain.is_empty() && !domain.contains('@')
+        });
+    if ok {
+        Ok(email)
+    } else {
+        Err(AccountError::InvalidInput(
+            "A valid email address is required.".to_owned(),
+        ))
+    }
+}
