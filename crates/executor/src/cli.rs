@@ -9,7 +9,9 @@ use anyhow::{Context, bail};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::client::target::{self, ConnectFlags};
-use crate::client::{CliError, api::Api, block_on, browse, call, daemon, profiles, service, tools};
+use crate::client::{
+    CliError, api::Api, block_on, browse, call, daemon, login, profiles, service, tools,
+};
 
 #[derive(Parser)]
 #[command(
@@ -34,12 +36,31 @@ enum Command {
     Tools(ToolsCommand),
     /// Run the server in the foreground and print its URL.
     Web(ServeFlags),
+    /// Run the team server: people sign in (the first account owns the organisation, others
+    /// join by invite), each with API keys and OAuth for their agents. Configure with
+    /// EXECUTOR_WEB_BASE_URL, EXECUTOR_ORG_NAME, EXECUTOR_ORG_SLUG, and optionally
+    /// EXECUTOR_BOOTSTRAP_ADMIN_EMAIL / _PASSWORD.
+    Serve(ServeFlags),
     /// Manage the background server of this data directory.
     #[command(subcommand)]
     Daemon(DaemonCommand),
     /// Serve MCP over stdin/stdout: bridges to the running server of this data directory, or
     /// serves from the data directory itself when none runs.
     Mcp(McpFlags),
+    /// Sign in to a team server (`executor serve`) from this machine: approve the code in the
+    /// browser, and the sign-in is saved as a profile (made the default).
+    Login {
+        /// The team server's origin, e.g. https://executor.example.com.
+        #[arg(long, value_name = "ORIGIN")]
+        base_url: String,
+        /// The profile to save it as (default: the server's host and port).
+        #[arg(long, value_name = "PROFILE")]
+        name: Option<String>,
+    },
+    /// End the sign-in of a profile (the default one unless --server says which).
+    Logout(ConnectFlags),
+    /// Who this machine is signed in to a team server as.
+    Whoami(ConnectFlags),
     /// Saved servers (profiles) and the local API token.
     #[command(subcommand)]
     Server(ServerCommand),
@@ -292,6 +313,13 @@ struct McpFlags {
     /// toolkit grants, under the toolkit's policies alone.
     #[arg(long, value_name = "SLUG")]
     toolkit: Option<String>,
+    /// Bridge to this saved server (a team server you signed in to with `executor login`)
+    /// instead of this data directory.
+    #[arg(long, value_name = "PROFILE", conflicts_with = "base_url")]
+    server: Option<String>,
+    /// Bridge to the server at this origin, with EXECUTOR_API_KEY as its credential.
+    #[arg(long, value_name = "ORIGIN")]
+    base_url: Option<String>,
     /// JS-time budget of one execution when serving from the data directory itself.
     #[arg(long, env = "EXECUTOR_EXECUTION_TIMEOUT", default_value = "5m")]
     execution_timeout: String,
@@ -316,6 +344,8 @@ pub(crate) struct McpSettings {
     pub(crate) toolkit: Option<String>,
     pub(crate) calls: executor_engine::CallLimitsConfig,
     pub(crate) database: Database,
+    /// `--server` / `--base-url`: the origin to bridge to and its bearer token.
+    pub(crate) remote: Option<(String, Option<String>)>,
 }
 
 impl McpFlags {
@@ -334,7 +364,22 @@ impl McpFlags {
                 "--toolkit must be a toolkit slug (1–63 of a-z, 0-9 and '-', not starting or ending with '-'), got {slug:?}"
             );
         }
+        let remote = if self.server.is_some() || self.base_url.is_some() {
+            let data_dir = data_dir()?;
+            let flags = ConnectFlags {
+                base_url: self.base_url.clone(),
+                server: self.server.clone(),
+                scope: None,
+            };
+            let target =
+                target::resolve(&flags, &data_dir).map_err(|e| anyhow::anyhow!(e.message))?;
+            let token = target.bearer();
+            Some((target.origin, token))
+        } else {
+            None
+        };
         Ok(McpSettings {
+            remote,
             toolkit: self.toolkit.clone(),
             data_dir: data_dir()?,
             scope_dir: scope_dir()?,
@@ -418,6 +463,8 @@ pub(crate) struct Settings {
     pub(crate) database: Database,
     /// The API token given by the operator; `None`: the data directory's own.
     pub(crate) auth_token: Option<String>,
+    /// `serve`: the team server, with accounts instead of the API token.
+    pub(crate) team: bool,
 }
 
 impl ServeFlags {
@@ -443,6 +490,7 @@ impl ServeFlags {
             foreground_web: false,
             database: self.database.database()?,
             auth_token: self.auth_token.as_deref().map(auth_token).transpose()?,
+            team: false,
         })
     }
 }
@@ -559,8 +607,10 @@ fn usage_error(e: clap::Error) -> ExitCode {
 }
 
 fn dispatch(command: Command) -> Result<ExitCode, CliError> {
-    let serves = matches!(command, Command::Web(_) | Command::Mcp(_))
-        || matches!(&command, Command::Daemon(DaemonCommand::Run(flags)) if flags.foreground);
+    let serves = matches!(
+        command,
+        Command::Web(_) | Command::Serve(_) | Command::Mcp(_)
+    ) || matches!(&command, Command::Daemon(DaemonCommand::Run(flags)) if flags.foreground);
     if !serves {
         crate::client::die_on_closed_pipe();
     }
@@ -572,6 +622,18 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
         Command::Web(flags) => {
             let mut settings = flags.settings()?;
             settings.foreground_web = true;
+            Ok(crate::server::run(settings)?)
+        }
+        Command::Serve(flags) => {
+            let mut settings = flags.settings()?;
+            if settings.auth_token.is_some() {
+                return Err(anyhow::anyhow!(
+                    "--auth-token is for `executor web`; the team server signs people in (API keys for agents)"
+                )
+                .into());
+            }
+            settings.foreground_web = true;
+            settings.team = true;
             Ok(crate::server::run(settings)?)
         }
         Command::Daemon(DaemonCommand::Run(flags)) if flags.foreground => {
@@ -669,6 +731,18 @@ fn dispatch(command: Command) -> Result<ExitCode, CliError> {
             block_on(async move {
                 tools::integrations(&api, query.as_deref(), limit.max(1), json).await
             })
+        }
+        Command::Login { base_url, name } => {
+            let dir = data_dir()?;
+            block_on(async move { login::login(&dir, &base_url, name.as_deref()).await })
+        }
+        Command::Logout(connect) => {
+            let dir = data_dir()?;
+            block_on(async move { login::logout(&dir, &connect).await })
+        }
+        Command::Whoami(connect) => {
+            let dir = data_dir()?;
+            block_on(async move { login::whoami(&dir, &connect).await })
         }
         Command::Server(command) => {
             let data_dir = data_dir()?;

@@ -6,6 +6,7 @@ mod client;
 mod control;
 mod mcp_stdio;
 mod server;
+mod team;
 
 use std::process::ExitCode;
 

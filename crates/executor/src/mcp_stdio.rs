@@ -35,6 +35,15 @@ pub(crate) fn run(settings: McpSettings) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
+    if let Some((origin, token)) = &settings.remote {
+        tracing::info!(%origin, "bridging MCP on stdio to the chosen server");
+        return serve_stdio(Bridge {
+            endpoint: endpoint(origin, &settings),
+            token: token.clone(),
+            upstream: tokio::sync::OnceCell::new(),
+        })
+        .await;
+    }
     match open_engine(
         &settings.data_dir,
         &settings.database,
@@ -69,17 +78,8 @@ async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
         Err(OpenError::Locked(locked)) => {
             let url = find_server(&settings.data_dir, &locked).await?;
             tracing::info!(%url, "bridging MCP on stdio to the running server");
-            let resource = match &settings.toolkit {
-                Some(slug) => format!("/mcp/toolkits/{slug}"),
-                None => "/mcp".to_owned(),
-            };
-            let endpoint = format!(
-                "{}{resource}?elicitation_mode={}",
-                url.trim_end_matches('/'),
-                settings.elicitation_mode.as_str()
-            );
             serve_stdio(Bridge {
-                endpoint,
+                endpoint: endpoint(&url, &settings),
                 token: crate::control::read_token(&settings.data_dir),
                 upstream: tokio::sync::OnceCell::new(),
             })
@@ -87,6 +87,19 @@ async fn serve(settings: McpSettings) -> anyhow::Result<ExitCode> {
         }
         Err(OpenError::Other(e)) => Err(e),
     }
+}
+
+/// The `/mcp` endpoint (or the toolkit's) of the server at `url`.
+fn endpoint(url: &str, settings: &McpSettings) -> String {
+    let resource = match &settings.toolkit {
+        Some(slug) => format!("/mcp/toolkits/{slug}"),
+        None => "/mcp".to_owned(),
+    };
+    format!(
+        "{}{resource}?elicitation_mode={}",
+        url.trim_end_matches('/'),
+        settings.elicitation_mode.as_str()
+    )
 }
 
 /// Serves `handler` on stdin/stdout until the client hangs up or a signal arrives.

@@ -134,6 +134,7 @@ pub(crate) async fn open_engine(
         execution_timeout,
         pause_ttl,
         calls,
+        false,
     )
     .await
 }
@@ -148,6 +149,7 @@ pub(crate) async fn open_engine_locked(
     execution_timeout: Duration,
     pause_ttl: Duration,
     calls: executor_engine::CallLimitsConfig,
+    team: bool,
 ) -> Result<Opened, OpenError> {
     let (opened, dir_lock) = match database {
         Database::DataDir => (SqlStore::open_with_lock(data_dir, lock).await, None),
@@ -168,9 +170,10 @@ pub(crate) async fn open_engine_locked(
             return Err(OpenError::Other(anyhow::Error::new(e).context(what)));
         }
     };
+    // The team server is one organisation wherever it runs; so is a shared database.
     let caller = match database {
-        Database::DataDir => local_caller(scope_dir),
-        Database::Postgres { .. } => shared_caller(),
+        Database::DataDir if !team => local_caller(scope_dir),
+        _ => shared_caller(),
     };
     let engine = Engine::new(
         store.clone(),
@@ -260,8 +263,9 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     // The token before the port: a client that connects as soon as it is bound reads the token
     // file then, and must find the token this server will check.
     let token = match &settings.auth_token {
-        Some(token) => token.clone(),
-        None => load_or_mint_token(&settings.data_dir)?,
+        Some(token) => Some(token.clone()),
+        None if settings.team => None,
+        None => Some(load_or_mint_token(&settings.data_dir)?),
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(settings.bind))
         .await
@@ -274,6 +278,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         settings.execution_timeout,
         settings.pause_ttl,
         settings.calls.clone(),
+        settings.team,
     )
     .await
     {
@@ -286,25 +291,40 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     };
     let local = listener.local_addr().context("reading the bound address")?;
     let shutdown = CancellationToken::new();
+    let url = server_url(local.ip(), local.port());
+    let team = if settings.team {
+        match crate::team::accounts(&opened, &url).await {
+            Ok(accounts) => Some(accounts),
+            Err(e) => {
+                opened.close().await;
+                return Err(e);
+            }
+        }
+    } else {
+        None
+    };
     let config = executor_server::ServeConfig {
         allowed_hosts: settings.allowed_hosts.clone(),
-        auth_token: Some(token.clone()),
+        auth_token: token.clone(),
         mcp_sessions: settings.mcp_sessions,
         caller: Some(opened.caller.clone()),
         data_dir: Some(settings.data_dir.display().to_string()),
+        team: team.clone(),
     };
     // The upstream HTTP clients load the system's root certificates: done once listening, so a
     // start is not kept waiting for them, and before the first call, which then does not either
     // (only when an integration exists: an empty server would just hold them, see `warm_up`).
     let warm = opened.engine.clone();
     tokio::spawn(async move { warm.warm_up().await });
-    let url = server_url(local.ip(), local.port());
     let kind = if settings.foreground_web {
         "foreground"
     } else {
         "daemon"
     };
+    // The team server is reached by its base URL and signed in to, not found by the local
+    // commands through the manifest and its token.
     let manifest = match write_manifest(&settings.data_dir, &settings.scope_dir, &url, kind) {
+        _ if settings.team => None,
         Ok(path) => Some(path),
         Err(e) => {
             tracing::warn!(error = %e, "could not write the server manifest; `executor mcp` will not find this server");
@@ -321,8 +341,12 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         DRAIN,
     ));
     println!("Executor is running at {url}");
-    // The token opens the API: shown to a person at a terminal, never written to a log file.
-    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+    if let Some(accounts) = &team {
+        crate::team::announce(accounts).await;
+    } else if let Some(token) = &token
+        && std::io::IsTerminal::is_terminal(&std::io::stdout())
+    {
+        // The token opens the API: shown to a person at a terminal, never written to a log file.
         println!("Open {url}/?_token={token} in your browser to use it.");
     } else if settings.auth_token.is_some() {
         println!("API token: the one given (send it as `Authorization: Bearer <token>`)");

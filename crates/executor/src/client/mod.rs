@@ -8,6 +8,7 @@ pub(crate) mod autostart;
 pub(crate) mod browse;
 pub(crate) mod call;
 pub(crate) mod daemon;
+pub(crate) mod login;
 pub(crate) mod profiles;
 pub(crate) mod render;
 pub(crate) mod service;
