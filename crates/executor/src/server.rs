@@ -86,6 +86,14 @@ fn shared_caller() -> Caller {
     Caller::local(slug)
 }
 
+/// Whose rows a server's data are: a local owner's (the tenant of their scope directory) or
+/// one organisation's (the team server, and every server on a shared database).
+#[derive(Clone, Copy)]
+pub(crate) enum Tenancy<'a> {
+    ScopeDir(&'a Path),
+    Organisation,
+}
+
 /// The data directory opened by this process: the store (owner lock held) and its engine.
 pub(crate) struct Opened {
     pub(crate) store: Arc<SqlStore>,
@@ -130,11 +138,10 @@ pub(crate) async fn open_engine(
         data_dir,
         lock,
         database,
-        scope_dir,
+        Tenancy::ScopeDir(scope_dir),
         execution_timeout,
         pause_ttl,
         calls,
-        false,
     )
     .await
 }
@@ -145,11 +152,10 @@ pub(crate) async fn open_engine_locked(
     data_dir: &Path,
     lock: DataDirLock,
     database: &Database,
-    scope_dir: &Path,
+    tenancy: Tenancy<'_>,
     execution_timeout: Duration,
     pause_ttl: Duration,
     calls: executor_engine::CallLimitsConfig,
-    team: bool,
 ) -> Result<Opened, OpenError> {
     let (opened, dir_lock) = match database {
         Database::DataDir => (SqlStore::open_with_lock(data_dir, lock).await, None),
@@ -172,8 +178,11 @@ pub(crate) async fn open_engine_locked(
     };
     // The team server is one organisation wherever it runs; so is a shared database.
     let caller = match database {
-        Database::DataDir if !team => local_caller(scope_dir),
-        _ => shared_caller(),
+        Database::DataDir => match tenancy {
+            Tenancy::ScopeDir(dir) => local_caller(dir),
+            Tenancy::Organisation => shared_caller(),
+        },
+        Database::Postgres { .. } => shared_caller(),
     };
     let engine = Engine::new(
         store.clone(),
@@ -274,11 +283,14 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         &settings.data_dir,
         lock,
         &settings.database,
-        &settings.scope_dir,
+        if settings.team {
+            Tenancy::Organisation
+        } else {
+            Tenancy::ScopeDir(&settings.scope_dir)
+        },
         settings.execution_timeout,
         settings.pause_ttl,
         settings.calls.clone(),
-        settings.team,
     )
     .await
     {

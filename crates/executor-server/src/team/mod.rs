@@ -142,15 +142,16 @@ fn is_public(path: &str, method: &Method) -> bool {
         // The console's files and the OAuth documents under /.well-known.
         return true;
     }
-    (get && matches!(
+    let readable = matches!(
         path,
         "/api/health"
             | "/api/openapi.json"
             | "/api/docs"
             | "/api/setup-status"
             | "/api/auth/cli-login"
-    )) || (get && path.starts_with("/api/invite-status/"))
-        || (get && path.starts_with("/api/oauth/client-id-metadata"))
+    ) || path.starts_with("/api/invite-status/")
+        || path.starts_with("/api/oauth/client-id-metadata");
+    (get && readable)
         || matches!(
             path,
             "/api/auth/sign-up/email"
@@ -370,23 +371,22 @@ pub(crate) async fn audit_changes(
         return response;
     };
     let (parts, body) = response.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_AUDITED_BODY).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            // Too large to keep (or broken): the event says so, the client still gets an answer.
-            team.engine.audit(
-                &caller,
-                AuditEntry {
-                    outcome,
-                    ..AuditEntry::change(format!("{method} {route}"), path)
-                },
-            );
-            return Response::from_parts(parts, Body::empty());
-        }
-    };
-    let after = serde_json::from_slice::<Value>(&bytes).ok();
     let mut entry = AuditEntry::change(format!("{method} {route}"), path);
     entry.outcome = outcome;
+    // Only an answer known to be small is read here; a larger one passes untouched, and its
+    // event goes without it.
+    let small = axum::body::HttpBody::size_hint(&body)
+        .exact()
+        .is_some_and(|n| n <= MAX_AUDITED_BODY as u64);
+    if !small {
+        team.engine.audit(&caller, entry);
+        return Response::from_parts(parts, body);
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_AUDITED_BODY).await else {
+        team.engine.audit(&caller, entry);
+        return Response::from_parts(parts, Body::empty());
+    };
+    let after = serde_json::from_slice::<Value>(&bytes).ok();
     if outcome == "ok" {
         entry.after = after;
     } else {

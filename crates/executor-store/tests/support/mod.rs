@@ -91,6 +91,11 @@ impl TestDb {
     /// Runs `sql` on the database directly, beside the store (to stage what only a crash or an
     /// older build leaves behind).
     pub(crate) async fn execute_raw(&self, sql: &'static str) {
+        self.try_execute_raw(sql).await.unwrap();
+    }
+
+    /// [`Self::execute_raw`], answering the database's refusal instead of panicking on it.
+    pub(crate) async fn try_execute_raw(&self, sql: &'static str) -> Result<(), sqlx::Error> {
         match &self.place {
             Place::Sqlite(dir) => {
                 let options =
@@ -98,13 +103,15 @@ impl TestDb {
                 let mut conn = sqlx::SqliteConnection::connect_with(&options)
                     .await
                     .unwrap();
-                sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+                let done = sqlx::raw_sql(sql).execute(&mut conn).await.map(|_| ());
                 conn.close().await.ok();
+                done
             }
             Place::Postgres(url) => {
                 let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-                sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+                let done = sqlx::raw_sql(sql).execute(&mut conn).await.map(|_| ());
                 conn.close().await.ok();
+                done
             }
         }
     }

@@ -113,7 +113,7 @@ pub(crate) async fn login(data_dir: &Path, base_url: &str, name: Option<&str>) -
                 "the code expired before it was approved; run `executor login` again",
             ));
         }
-        let response = match http
+        let Ok(response) = http
             .post(&token_url)
             .json(&json!({
                 "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
@@ -122,10 +122,9 @@ pub(crate) async fn login(data_dir: &Path, base_url: &str, name: Option<&str>) -
             }))
             .send()
             .await
-        {
-            Ok(response) => response,
+        else {
             // A blip of the network: keep polling until the code expires.
-            Err(_) => continue,
+            continue;
         };
         let (status, body) = json_of(response).await;
         if status == 200

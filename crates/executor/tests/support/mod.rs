@@ -161,6 +161,7 @@ impl Harness {
                 mcp_sessions: options.mcp_sessions,
                 caller: Some(caller.clone()),
                 data_dir: Some(dir.path().display().to_string()),
+                team: None,
             },
             shutdown.clone(),
             Duration::from_secs(5),
