@@ -155,7 +155,8 @@ impl Accounts {
                 &grant.id,
                 None,
                 Some(json!({ "client": grant.client_id })),
-            );
+            )
+            .await;
         }
         self.device_status(user_code).await
     }

@@ -277,7 +277,7 @@ impl Accounts {
         if self.needs_setup().await? {
             let user = self.new_user(name, email, password, Role::Owner).await?;
             if self.store().insert_first_user(&user).await? {
-                self.audit_system(&user, "account.setup", &user.email);
+                self.audit_system(&user, "account.setup", &user.email).await;
                 return self.session_for(user, "browser", BROWSER_SESSION).await;
             }
             // Another sign-up became the owner a moment ago: this one needs an invite too.
@@ -296,7 +296,7 @@ impl Accounts {
         {
             Ok(Some(role)) => {
                 let user = UserRecord { role, ..user };
-                self.audit_system(&user, "member.join", &user.email);
+                self.audit_system(&user, "member.join", &user.email).await;
                 self.session_for(user, "browser", BROWSER_SESSION).await
             }
             Ok(None) => Err(AccountError::InvalidInvite),
@@ -482,7 +482,8 @@ impl Accounts {
             &target.email,
             Some(json!({ "role": target.role })),
             Some(json!({ "role": role.as_str() })),
-        );
+        )
+        .await;
         Ok(UserRecord {
             role: role.as_str().to_owned(),
             ..target
@@ -513,7 +514,8 @@ impl Accounts {
             &target.email,
             Some(json!({ "email": target.email, "role": target.role })),
             None,
-        );
+        )
+        .await;
         Ok(())
     }
 
@@ -578,7 +580,7 @@ impl Accounts {
                         &rec.id,
                         None,
                         Some(json!({ "role": rec.role, "label": rec.label, "expiresAt": rec.expires_at })),
-                    );
+                    ).await;
                     return Ok(rec);
                 }
                 Err(StoreError::AlreadyExists) => last = Some(StoreError::AlreadyExists),
@@ -592,7 +594,7 @@ impl Accounts {
         require_admin(by)?;
         let removed = self.store().delete_unused_invite(self.tenant(), id).await?;
         if removed {
-            self.audit(by, "invite.revoke", id, None, None);
+            self.audit(by, "invite.revoke", id, None, None).await;
         }
         Ok(removed)
     }
@@ -655,7 +657,8 @@ impl Accounts {
             &record.id,
             None,
             Some(json!({ "name": name, "hint": record.hint })),
-        );
+        )
+        .await;
         Ok(ApiKey {
             record,
             value: Some(value),
@@ -668,7 +671,7 @@ impl Accounts {
             .delete_token(self.tenant(), &by.user.id, TokenKind::ApiKey, id)
             .await?;
         if removed {
-            self.audit(by, "apiKey.delete", id, None, None);
+            self.audit(by, "apiKey.delete", id, None, None).await;
         }
         Ok(removed)
     }
@@ -690,7 +693,7 @@ impl Accounts {
         Ok(self.store().list_audit(self.tenant(), filter).await?)
     }
 
-    fn audit(
+    async fn audit(
         &self,
         by: &Identity,
         action: &str,
@@ -713,11 +716,11 @@ impl Accounts {
             outcome: "ok".to_owned(),
             detail: None,
         };
-        self.append(record);
+        self.append(record).await;
     }
 
     /// An account event with no signed-in actor (set-up, joining): the new user is the actor.
-    fn audit_system(&self, user: &UserRecord, action: &str, target: &str) {
+    async fn audit_system(&self, user: &UserRecord, action: &str, target: &str) {
         self.append(AuditRecord {
             id: 0,
             tenant: self.tenant().to_owned(),
@@ -732,16 +735,16 @@ impl Accounts {
             after: Some(json!({ "role": user.role })),
             outcome: "ok".to_owned(),
             detail: None,
-        });
+        })
+        .await;
     }
 
-    fn append(&self, record: AuditRecord) {
-        let store = self.inner.store.clone();
-        tokio::spawn(async move {
-            if let Err(e) = store.append_audit(&[record]).await {
-                tracing::error!(error = %e, "could not write an audit event");
-            }
-        });
+    /// Written before the change's answer: account changes are rare, and the log is their
+    /// record. A failed write is logged, not turned into a failed change (the change is done).
+    async fn append(&self, record: AuditRecord) {
+        if let Err(e) = self.store().append_audit(&[record]).await {
+            tracing::error!(error = %e, "could not write an audit event");
+        }
     }
 }
 

@@ -394,7 +394,8 @@ impl Accounts {
                 &client.client_id,
                 None,
                 Some(json!({ "client": client.client_name, "resource": grant.data["resource"] })),
-            );
+            )
+            .await;
         } else {
             if !self
                 .store()

@@ -79,6 +79,9 @@ fn via(principal: Principal) -> &'static str {
 #[derive(Default)]
 pub(crate) struct AuditLog {
     pending: Mutex<Vec<AuditRecord>>,
+    /// Held while a batch is written, so a reader's flush returns only once every event
+    /// recorded before it is in the store.
+    writing: tokio::sync::Mutex<()>,
 }
 
 impl AuditLog {
@@ -96,6 +99,7 @@ impl AuditLog {
     }
 
     async fn flush(&self, store: &Arc<dyn Store>) {
+        let _writing = self.writing.lock().await;
         let batch = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
         if batch.is_empty() {
             return;
@@ -136,8 +140,9 @@ impl crate::Engine {
                     caller,
                     AuditEntry {
                         outcome: "denied",
+                        detail: Some(serde_json::json!({ "attempt": what })),
                         ..AuditEntry::change(
-                            format!("denied: {what}"),
+                            "workspace.write",
                             owner.map_or("catalog", Owner::as_str),
                         )
                     },

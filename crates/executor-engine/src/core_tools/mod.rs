@@ -326,10 +326,15 @@ pub(crate) async fn run_static(
     match reply {
         Ok(data) => HostReply::Resolve(ToolOutcome::ok(data).to_json()),
         Err(CoreFailure::Tool(error)) => HostReply::Resolve(ToolOutcome::Err(*error).to_json()),
-        Err(CoreFailure::Engine(e)) => match tool_error(&e) {
-            Some(error) => HostReply::Resolve(ToolOutcome::Err(error).to_json()),
-            None => HostReply::Reject(crate::error::internal_tool_error(&e.to_string())),
-        },
+        Err(CoreFailure::Engine(e)) => engine_failure(&e),
+    }
+}
+
+/// An engine error as the sandbox sees it: a tool error value, or an opaque internal error.
+pub(crate) fn engine_failure(e: &EngineError) -> HostReply {
+    match tool_error(e) {
+        Some(error) => HostReply::Resolve(ToolOutcome::Err(error).to_json()),
+        None => HostReply::Reject(crate::error::internal_tool_error(&e.to_string())),
     }
 }
 
@@ -405,6 +410,27 @@ fn tool_error(e: &EngineError) -> Option<ToolError> {
         _ => return None,
     };
     Some(ToolError::new(code, message))
+}
+
+/// The rows a core tool writes, when it writes any: `Some(owner)` (or `Some(None)` for the
+/// catalog) and what it does, for the role check the dispatcher makes before asking a person
+/// (a call that must fail is not worth an approval). `None` for reads, handoffs (a person
+/// finishes them elsewhere) and arguments without a readable owner (the tool refuses those).
+pub(crate) fn writes(fqid: &str, args: &Value) -> Option<(Option<Owner>, &'static str)> {
+    let what = match fqid {
+        "executor.coreTools.policies.create" => "create workspace policies",
+        "executor.coreTools.policies.update" => "change workspace policies",
+        "executor.coreTools.policies.remove" => "remove workspace policies",
+        "executor.coreTools.connections.create" => "create workspace connections",
+        "executor.coreTools.connections.remove" => "remove workspace connections",
+        "executor.coreTools.oauth.clients.create"
+        | "executor.coreTools.oauth.clients.registerDynamic" => "add workspace OAuth apps",
+        "executor.coreTools.oauth.clients.remove" => "remove workspace OAuth apps",
+        "executor.coreTools.oauth.start" => "create workspace connections",
+        _ => return None,
+    };
+    let owner = args.get("owner")?.as_str()?.parse::<Owner>().ok()?;
+    Some((Some(owner), what))
 }
 
 /// `OAuthStartError` → `oauth_start_error`.

@@ -194,6 +194,13 @@ pub(crate) async fn dispatch(
         if let Err(e) = crate::core_tools::check_args(tool, &args) {
             return HostReply::Resolve(ToolOutcome::Err(*e).to_json());
         }
+        // A member's workspace write is refused before anyone is asked to approve it.
+        if caller.member_email().is_some()
+            && let Some((owner, what)) = crate::core_tools::writes(tool.fqid, &args)
+            && let Err(e) = engine.ensure_may_write(caller, owner, what).await
+        {
+            return crate::core_tools::engine_failure(&e);
+        }
         let gate = Gate {
             path: &path,
             policy_id: tool.fqid,

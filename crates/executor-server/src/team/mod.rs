@@ -332,6 +332,23 @@ fn audited_elsewhere(path: &str) -> bool {
         || path.starts_with("/api/oauth/callback")
 }
 
+/// A route as an audit action: its fixed segments, dotted, and the verb
+/// (`DELETE /api/connections/{owner}/{integration}/{name}` → `connections.remove`).
+fn action_name(method: &Method, route: &str) -> String {
+    let verb = match *method {
+        Method::POST => "create",
+        Method::DELETE => "remove",
+        _ => "update",
+    };
+    let mut parts: Vec<&str> = route
+        .trim_start_matches("/api/")
+        .split('/')
+        .filter(|s| !s.is_empty() && !s.starts_with('{'))
+        .collect();
+    parts.push(verb);
+    parts.join(".")
+}
+
 /// Largest answer kept as an audit event's `after`.
 const MAX_AUDITED_BODY: usize = 64 * 1024;
 
@@ -371,7 +388,7 @@ pub(crate) async fn audit_changes(
         return response;
     };
     let (parts, body) = response.into_parts();
-    let mut entry = AuditEntry::change(format!("{method} {route}"), path);
+    let mut entry = AuditEntry::change(action_name(&method, &route), path);
     entry.outcome = outcome;
     // Only an answer known to be small is read here; a larger one passes untouched, and its
     // event goes without it.
@@ -417,6 +434,25 @@ mod tests {
         assert!(!is_public("/api/oauth/callback", &Method::GET));
         assert!(!is_public("/mcp", &Method::POST));
         assert!(!is_public("/api/setup-status", &Method::POST));
+    }
+
+    #[test]
+    fn audit_actions_name_the_route() {
+        assert_eq!(
+            action_name(
+                &Method::DELETE,
+                "/api/connections/{owner}/{integration}/{name}"
+            ),
+            "connections.remove"
+        );
+        assert_eq!(
+            action_name(&Method::POST, "/api/connections"),
+            "connections.create"
+        );
+        assert_eq!(
+            action_name(&Method::PATCH, "/api/mcp/integrations/{slug}/auth"),
+            "mcp.integrations.auth.update"
+        );
     }
 
     #[test]

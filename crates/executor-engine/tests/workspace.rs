@@ -1,0 +1,197 @@
+//! The team server's rules in the engine: a member's workspace writes take an admin role, read
+//! at each decision (over the public methods and from the sandbox's core tools alike), while
+//! their own rows stay theirs; and what members change and call lands in the audit log.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use executor_core::Owner;
+use executor_engine::{Caller, Engine, EngineConfig, EngineError, ExecutionOutcome, Principal};
+use executor_store::{AccountStore, AuditFilter, SqlStore, Store, UserRecord};
+use serde_json::Value;
+
+async fn engine() -> (Engine, Arc<SqlStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqlStore::open(dir.path()).await.unwrap());
+    for (id, role, first) in [("usr_owner", "owner", true), ("usr_max", "member", false)] {
+        let user = UserRecord {
+            id: id.to_owned(),
+            tenant: "acme".to_owned(),
+            email: format!("{id}@x.io"),
+            name: id.to_owned(),
+            password_hash: "x".to_owned(),
+            role: role.to_owned(),
+            created_at: 1,
+            updated_at: 1,
+        };
+        if first {
+            assert!(store.insert_first_user(&user).await.unwrap());
+        } else {
+            store
+                .insert_invite(&executor_store::InviteRecord {
+                    id: "inv".into(),
+                    tenant: "acme".into(),
+                    code: "AAAA-AAAA-AAAA".into(),
+                    role: "member".into(),
+                    label: None,
+                    created_by: "usr_owner".into(),
+                    created_at: 1,
+                    expires_at: i64::MAX,
+                    used_by: None,
+                    used_by_email: None,
+                    used_at: None,
+                })
+                .await
+                .unwrap();
+            store
+                .insert_invited_user(&user, "AAAA-AAAA-AAAA", 2)
+                .await
+                .unwrap();
+        }
+    }
+    let shared: Arc<dyn Store> = store.clone();
+    let engine = Engine::new(
+        shared,
+        EngineConfig::with_js_timeout(Duration::from_secs(10)),
+    );
+    (engine, store, dir)
+}
+
+fn member(id: &str) -> Caller {
+    Caller::member("acme", id, &format!("{id}@x.io"), Principal::UserSession)
+}
+
+async fn run(engine: &Engine, caller: &Caller, code: &str) -> Value {
+    match engine.execute(caller, code.to_owned(), true).await.unwrap() {
+        ExecutionOutcome::Completed(c) => c.structured["result"].clone(),
+        ExecutionOutcome::Paused(p) => panic!("paused: {}", p.text),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_change_only_their_own_rows_until_promoted() {
+    let (engine, store, _dir) = engine().await;
+    let max = member("usr_max");
+    let denied = engine
+        .create_policy(&max, Owner::Org, "*", "block", None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(denied, EngineError::OrgWriteDenied { .. }),
+        "{denied:?}"
+    );
+    assert!(
+        engine.list_policies(&max).await.unwrap().is_empty(),
+        "nothing written"
+    );
+    // Their own rule is theirs to write.
+    engine
+        .create_policy(&max, Owner::User, "executor.*", "approve", None)
+        .await
+        .unwrap();
+    // From the sandbox: the same refusal, as a tool error value.
+    let result = run(
+        &engine,
+        &max,
+        "return await tools.executor.coreTools.policies.create({owner: 'org', pattern: 'x.*', action: 'block'})",
+    )
+    .await;
+    assert_eq!(result["ok"], Value::Bool(false), "{result}");
+    assert_eq!(result["error"]["code"], "org_write_denied", "{result}");
+    // The role is read at the decision: a promotion counts at once.
+    store
+        .set_user_role("acme", "usr_max", "admin")
+        .await
+        .unwrap();
+    engine
+        .create_policy(&max, Owner::Org, "x.*", "block", None)
+        .await
+        .unwrap();
+    store
+        .set_user_role("acme", "usr_max", "member")
+        .await
+        .unwrap();
+    let policies = engine.list_policies(&max).await.unwrap();
+    let org = policies.iter().find(|p| p.owner == Owner::Org).unwrap();
+    assert!(matches!(
+        engine.remove_policy(&max, Owner::Org, &org.id).await,
+        Err(EngineError::OrgWriteDenied { .. })
+    ));
+    // A caller that is no member (a removed one reads as none) cannot write either.
+    let gone = member("usr_gone");
+    assert!(matches!(
+        engine
+            .create_policy(&gone, Owner::Org, "*", "block", None)
+            .await,
+        Err(EngineError::OrgWriteDenied { .. })
+    ));
+    // The local owner is not a member and is never asked.
+    engine
+        .create_policy(&Caller::local("acme"), Owner::Org, "y.*", "block", None)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_changes_and_calls_are_audited_and_the_local_owner_is_not() {
+    let (engine, store, _dir) = engine().await;
+    let owner = member("usr_owner");
+    let created = engine
+        .create_policy(&owner, Owner::Org, "a.*", "block", None)
+        .await
+        .unwrap();
+    engine
+        .update_policy(&owner, &created.id, Owner::Org, None, Some("approve"), None)
+        .await
+        .unwrap();
+    run(
+        &engine,
+        &owner,
+        "return await tools.executor.coreTools.policies.list({})",
+    )
+    .await;
+    let _ = engine
+        .create_policy(&member("usr_max"), Owner::Org, "*", "block", None)
+        .await;
+    engine
+        .create_policy(&Caller::local("acme"), Owner::Org, "z.*", "block", None)
+        .await
+        .unwrap();
+    engine.flush_audit().await;
+    let events = store
+        .list_audit(
+            "acme",
+            &AuditFilter {
+                limit: 50,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let actions: Vec<(&str, &str, &str)> = events
+        .iter()
+        .rev()
+        .map(|e| {
+            (
+                e.action.as_str(),
+                e.outcome.as_str(),
+                e.actor_id.as_deref().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        vec![
+            ("policy.create", "ok", "usr_owner"),
+            ("policy.update", "ok", "usr_owner"),
+            ("executor.coreTools.policies.list", "ok", "usr_owner"),
+            ("workspace.write", "denied", "usr_max"),
+        ],
+        "{events:#?}"
+    );
+    let update = events.iter().find(|e| e.action == "policy.update").unwrap();
+    assert_eq!(update.before.as_ref().unwrap()["action"], "block");
+    assert_eq!(update.after.as_ref().unwrap()["action"], "approve");
+    let call = events.iter().find(|e| e.kind == "tool_call").unwrap();
+    assert_eq!(call.after, None, "a call's answer is never kept");
+}
