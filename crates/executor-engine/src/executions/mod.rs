@@ -649,6 +649,14 @@ impl Engine {
         };
         let guard = ResumingGuard { registry, id };
         let result = self.resume_once(caller, id, action, content).await;
+        // Who decided a paused call: the approver of the tool call the log shows next.
+        if result.is_ok() {
+            self.audit(
+                caller,
+                crate::AuditEntry::change("execution.resume", id)
+                    .after(Some(serde_json::json!({ "action": action.as_str() }))),
+            );
+        }
         let shared = match &result {
             Ok(outcome) => Ok(outcome.clone()),
             Err(e) => Err(SharedError::from(e)),
