@@ -1,9 +1,13 @@
 // The shell: sidebar, the token prompt on a 401, and the route table. Every page has a stable,
 // linkable path; pages are lazy chunks so the first load of `/` carries only what `/` needs.
+// On the team server a 401 sends the browser to sign in (and back), a workspace with no member yet
+// to setup, and the sign-in, setup, join, consent and device pages stand alone, outside the shell.
 
 import { lazy, Suspense, useEffect, useState } from "react";
-import { Link, Route, Switch, useLocation } from "wouter";
-import { onUnauthorized } from "./api/auth";
+import { Link, Redirect, Route, Switch, useLocation } from "wouter";
+import { navigate } from "wouter/use-browser-location";
+import { isPublicPath, isTeam, loginPath, needsSetup, onUnauthorized } from "./api/auth";
+import { isAdminRole, ROLE_LABELS, useMe } from "./api/team";
 import { TokenGate } from "./components/token-gate";
 
 const IntegrationsPage = lazy(() => import("./pages/integrations"));
@@ -19,6 +23,15 @@ const ResumePage = lazy(() => import("./pages/resume"));
 const ProvidersPage = lazy(() => import("./pages/providers"));
 const OAuthAppsPage = lazy(() => import("./pages/oauth-apps"));
 const SettingsPage = lazy(() => import("./pages/settings"));
+// the team server's
+const SetupPage = lazy(() => import("./pages/setup"));
+const LoginPage = lazy(() => import("./pages/login"));
+const JoinPage = lazy(() => import("./pages/join"));
+const OAuthConsentPage = lazy(() => import("./pages/oauth-consent"));
+const DevicePage = lazy(() => import("./pages/device"));
+const AccountPage = lazy(() => import("./pages/account"));
+const AdminPage = lazy(() => import("./pages/admin"));
+const ActivityPage = lazy(() => import("./pages/activity"));
 
 const NAV: { href: string; label: string }[] = [
   { href: "/", label: "Integrations" },
@@ -31,6 +44,18 @@ const NAV: { href: string; label: string }[] = [
   { href: "/settings", label: "Settings" },
 ];
 
+/** The team server's own links: Admin and Activity only for owners and admins. */
+function teamNav(admin: boolean): { href: string; label: string }[] {
+  const items = [{ href: "/account", label: "Account" }];
+  if (admin) items.push({ href: "/admin", label: "Admin" }, { href: "/activity", label: "Activity" });
+  return items;
+}
+
+/** The team server's pages outside the shell (a card in the middle of the window). */
+function isChromeless(pathname: string): boolean {
+  return isPublicPath(pathname) || pathname === "/oauth/consent" || pathname === "/device";
+}
+
 function isActive(location: string, href: string): boolean {
   if (href === "/") return location === "/" || location.startsWith("/integrations");
   return location === href || location.startsWith(`${href}/`);
@@ -38,13 +63,16 @@ function isActive(location: string, href: string): boolean {
 
 function Sidebar() {
   const [location] = useLocation();
+  const me = useMe();
+  const team = isTeam();
+  const nav = team ? [...NAV, ...teamNav(isAdminRole(me.data?.role))] : NAV;
   return (
     <nav className="sidebar" aria-label="Main">
       <Link href="/" className="wordmark">
         Executor
       </Link>
       <ul>
-        {NAV.map((item) => (
+        {nav.map((item) => (
           <li key={item.href}>
             <Link href={item.href} aria-current={isActive(location, item.href) ? "page" : undefined}>
               {item.label}
@@ -55,6 +83,17 @@ function Sidebar() {
       <div className="sidebar-footer">
         <a href="/api/docs">API reference</a>
       </div>
+      {team && me.data && (
+        <div className="sidebar-account" data-testid="signed-in-as">
+          <span className="visually-hidden">Signed in as</span>
+          <span className="email" title={me.data.user.email}>
+            {me.data.user.email}
+          </span>
+          <span>
+            <span className="badge">{ROLE_LABELS[me.data.role]}</span>
+          </span>
+        </div>
+      )}
     </nav>
   );
 }
@@ -70,10 +109,36 @@ export function NotFound() {
   );
 }
 
+/** A 401 on the team server: sign in, then come back here (unless this is a sign-in page itself). */
+function signInAgain() {
+  const { pathname, search, hash } = window.location;
+  if (!isPublicPath(pathname)) navigate(loginPath(pathname + search + hash), { replace: true });
+}
+
+function StandalonePages() {
+  return (
+    <main id="main" className="gate" tabIndex={-1}>
+      <Suspense fallback={<p className="muted" role="status">Loading…</p>}>
+        <Switch>
+          <Route path="/setup" component={SetupPage} />
+          <Route path="/login" component={LoginPage} />
+          <Route path="/join/:code" component={JoinPage} />
+          <Route path="/oauth/consent" component={OAuthConsentPage} />
+          <Route path="/device" component={DevicePage} />
+        </Switch>
+      </Suspense>
+    </main>
+  );
+}
+
 export function App() {
   const [unauthorized, setUnauthorized] = useState(false);
-  useEffect(() => onUnauthorized(() => setUnauthorized(true)), []);
+  const [location] = useLocation();
+  const team = isTeam();
+  useEffect(() => onUnauthorized(() => (isTeam() ? signInAgain() : setUnauthorized(true))), []);
   if (unauthorized) return <TokenGate />;
+  if (team && needsSetup() && location !== "/setup") return <Redirect to="/setup" replace />;
+  if (team && isChromeless(location)) return <StandalonePages />;
   return (
     <div className="shell">
       <a className="skip-link" href="#main">
@@ -96,6 +161,13 @@ export function App() {
             <Route path="/providers" component={ProvidersPage} />
             <Route path="/oauth-apps" component={OAuthAppsPage} />
             <Route path="/settings" component={SettingsPage} />
+            {team && (
+              <>
+                <Route path="/account" component={AccountPage} />
+                <Route path="/admin" component={AdminPage} />
+                <Route path="/activity" component={ActivityPage} />
+              </>
+            )}
             <Route component={NotFound} />
           </Switch>
         </Suspense>

@@ -1,7 +1,7 @@
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { bootstrapToken } from "./api/auth";
+import { bootstrapToken, detectMode } from "./api/auth";
 import { ApiError } from "./api/http";
 import { App } from "./app";
 import "./styles.css";
@@ -19,10 +19,14 @@ const queries = new QueryClient({
   },
 });
 
-createRoot(document.getElementById("root")!).render(
-  <StrictMode>
-    <QueryClientProvider client={queries}>
-      <App />
-    </QueryClientProvider>
-  </StrictMode>,
+// Which server this is decides the shell (token gate or sign-in), so it is asked before the first
+// render; it is one small request, and a local server answers it at once.
+void detectMode().then(() =>
+  createRoot(document.getElementById("root")!).render(
+    <StrictMode>
+      <QueryClientProvider client={queries}>
+        <App />
+      </QueryClientProvider>
+    </StrictMode>,
+  ),
 );

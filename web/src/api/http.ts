@@ -34,6 +34,18 @@ const TAG_SENTENCES: Record<string, string> = {
   HttpApiSchemaError: "The request was not accepted.",
   InternalError: "The server hit an internal error.",
   PayloadTooLarge: "That is too large to send.",
+  // the team server's
+  AccountUnauthorized: "You are not signed in.",
+  AdminUnauthorized: "You are not signed in.",
+  AdminForbidden: "Only workspace owners and admins can do this.",
+  InvalidOriginError: "The server refused a request from this address (is EXECUTOR_WEB_BASE_URL this console's address?).",
+  InvalidCredentialsError: "Wrong email or password.",
+  TooManyAttemptsError: "Too many attempts. Wait a moment and try again.",
+  EmailTakenError: "An account with this email already exists.",
+  InviteRequiredError: "An invite code is required to join this workspace.",
+  InvalidInviteError: "This invite code is invalid, already used, or expired.",
+  LastOwnerError: "The workspace needs at least one owner.",
+  OrgWriteDeniedError: "Only workspace admins can change this.",
 };
 
 async function toError(response: Response): Promise<ApiError> {
@@ -64,6 +76,11 @@ export interface RequestOptions {
   body?: unknown;
   query?: Record<string, string | number | boolean | undefined | null>;
   signal?: AbortSignal;
+  /**
+   * The route needs no sign-in (sign-in itself, sign-up, an invite's status): its 401 is an
+   * answer to show (a wrong password), not a sign that this browser lost its session.
+   */
+  anonymous?: boolean;
 }
 
 export async function api<T>(path: string, options: RequestOptions = {}): Promise<T> {
@@ -83,7 +100,7 @@ export async function api<T>(path: string, options: RequestOptions = {}): Promis
     body,
     signal: options.signal,
   });
-  if (response.status === 401) reportUnauthorized();
+  if (response.status === 401 && !options.anonymous) reportUnauthorized();
   if (!response.ok) throw await toError(response);
   const text = await response.text();
   const type = response.headers.get("content-type") ?? "";

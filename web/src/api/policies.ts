@@ -4,6 +4,7 @@
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api } from "./http";
+import { useOwnerRights } from "./team";
 import type * as T from "./types";
 
 export type PolicyAction = T.Policy["action"];
@@ -17,7 +18,10 @@ export const ACTION_LABELS: Record<PolicyAction, string> = {
   block: "Block",
 };
 
-/** The local server keeps every rule org-owned ("Local"); the console writes org rules. */
+/**
+ * The local server keeps every rule org-owned ("Local"); the console writes org rules there. On the
+ * team server the owner comes from `useOwnerRights` (a member's rules are their own).
+ */
 export const DEFAULT_OWNER: PolicyOwner = "org";
 
 export const policiesKey = ["policies"] as const;
@@ -57,23 +61,29 @@ export async function thenRefetch<T>(write: Promise<T>, refetch: () => void): Pr
   }
 }
 
+/** The global rules' writer, which can also add a rule for a chosen owner (the add form's). */
+export interface GlobalRuleWriter extends RuleWriter<Policy> {
+  createAs(owner: PolicyOwner, pattern: string, action: PolicyAction): Promise<unknown>;
+}
+
 /**
- * The writer of the global (org) rules: a new rule goes below the more specific ones. A write
- * refetches the policies, and with `tools` the tool lists too.
+ * The writer of the global rules: a new rule goes below the more specific ones of its owner. The
+ * menus write the org's rules, except a team member's, which are their own (the server refuses a
+ * member's org rule). A write refetches the policies, and with `tools` the tool lists too.
  */
-export function useGlobalRules(policies: Policy[], options: { tools?: boolean } = {}): RuleWriter<Policy> {
+export function useGlobalRules(policies: Policy[], options: { tools?: boolean } = {}): GlobalRuleWriter {
   const client = useQueryClient();
+  const owner = useOwnerRights().ruleOwner;
   const refetch = () => {
     void client.invalidateQueries({ queryKey: policiesKey });
     if (options.tools) void client.invalidateQueries({ queryKey: ["tools"] });
   };
+  const createAs = (as: PolicyOwner, pattern: string, action: PolicyAction) =>
+    thenRefetch(createPolicy({ pattern, action, owner: as, position: positionForNewPattern(policies, pattern, as) }), refetch);
   return {
-    exact: (pattern) => policies.find((p) => p.owner === DEFAULT_OWNER && p.pattern === pattern),
-    create: (pattern, action) =>
-      thenRefetch(
-        createPolicy({ pattern, action, owner: DEFAULT_OWNER, position: positionForNewPattern(policies, pattern, DEFAULT_OWNER) }),
-        refetch,
-      ),
+    exact: (pattern) => policies.find((p) => p.owner === owner && p.pattern === pattern),
+    create: (pattern, action) => createAs(owner, pattern, action),
+    createAs,
     update: (rule, patch) => thenRefetch(updatePolicy(rule.id, { owner: rule.owner, ...patch }), refetch),
     remove: (rule) => thenRefetch(removePolicy(rule.id, rule.owner), refetch),
     positionForMove: (rule, direction) => positionForMove(policies, rule, direction),

@@ -1,8 +1,11 @@
-// "Connect an agent": copyable setup for the common MCP clients, pointing at this server.
+// "Connect an agent": copyable setup for the common MCP clients, pointing at this server. On the
+// team server there is no token to paste: the client signs in with OAuth (it finds the server's
+// sign-in from `/mcp`'s 401), or sends one of the person's API keys.
 
 import * as Tabs from "@radix-ui/react-tabs";
 import { useId, useState } from "react";
-import { token } from "../api/auth";
+import { Link } from "wouter";
+import { isTeam, token } from "../api/auth";
 
 type Mode = "model" | "browser" | "native";
 
@@ -51,26 +54,37 @@ export function ConnectAgent() {
   const [mode, setMode] = useState<Mode>("model");
   const [reveal, setReveal] = useState(false);
   const name = useId();
+  const team = isTeam();
   const secret = token() ?? "<token>";
   const masked = reveal ? secret : "••••••••";
   const url = `${window.location.origin}/mcp${mode === "model" ? "" : `?elicitation_mode=${mode}`}`;
   const header = (t: string) => `Authorization: Bearer ${t}`;
 
-  const claude = (t: string) => `claude mcp add --transport http executor ${url} --header "${header(t)}"`;
+  const claude = (t: string) =>
+    `claude mcp add --transport http executor ${url}${team ? "" : ` --header "${header(t)}"`}`;
   const cursor = (t: string) =>
-    JSON.stringify({ mcpServers: { executor: { url, headers: { Authorization: `Bearer ${t}` } } } }, null, 2);
-  const addMcp = (t: string) => `npx add-mcp ${url} --transport http --name executor --header "${header(t)}"`;
+    JSON.stringify({ mcpServers: { executor: team ? { url } : { url, headers: { Authorization: `Bearer ${t}` } } } }, null, 2);
+  const addMcp = (t: string) => `npx add-mcp ${url} --transport http --name executor${team ? "" : ` --header "${header(t)}"`}`;
   const stdio = `executor mcp${mode === "model" ? "" : ` --elicitation-mode ${mode}`}`;
 
   return (
     <section className="card stack connect-agent" aria-labelledby={`${name}-title`}>
       <div className="page-header">
         <h2 id={`${name}-title`}>Connect an agent</h2>
-        <label className="row inline-check">
-          <input type="checkbox" checked={reveal} onChange={(e) => setReveal(e.target.checked)} />
-          Show token
-        </label>
+        {!team && (
+          <label className="row inline-check">
+            <input type="checkbox" checked={reveal} onChange={(e) => setReveal(e.target.checked)} />
+            Show token
+          </label>
+        )}
       </div>
+      {team && (
+        <p className="field-hint">
+          The agent signs in through your browser (OAuth) the first time it connects. For an agent that cannot open a
+          browser, create an API key on your <Link href="/account">account</Link> page and send it as{" "}
+          <code>Authorization: Bearer exk_…</code>.
+        </p>
+      )}
       <fieldset className="modes">
         <legend>When a tool needs approval</legend>
         {MODES.map((m) => (

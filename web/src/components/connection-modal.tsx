@@ -23,6 +23,8 @@ import {
   type Integration,
 } from "../api/integrations";
 import { awaitOAuthResult, openBlankPopup } from "../api/oauth-popup";
+import { useOwnerRights, type Owner } from "../api/team";
+import { OwnerChoice } from "./owner-choice";
 
 /** A free connection name: `main`, then `main_2`, … */
 function freeName(existing: Connection[]): string {
@@ -136,6 +138,7 @@ function NameFields(props: {
   nameError?: string;
   locked: boolean;
   idPrefix: string;
+  owner: Owner;
 }) {
   return (
     <div className="grid-2">
@@ -149,7 +152,9 @@ function NameFields(props: {
           aria-invalid={props.nameError ? true : undefined}
           onChange={(e) => props.setName(e.target.value)}
         />
-        <span className="field-hint mono">…org.{props.name || "name"}.&lt;tool&gt;</span>
+        <span className="field-hint mono">
+          …{props.owner}.{props.name || "name"}.&lt;tool&gt;
+        </span>
         {props.nameError && (
           <span className="field-error" role="alert">
             {props.nameError}
@@ -165,7 +170,10 @@ function NameFields(props: {
   );
 }
 
-function OwnerField() {
+/** The local server's one owner, shown; the team server's choice (Personal or Workspace). */
+function OwnerField({ owner, setOwner, locked }: { owner: Owner; setOwner: (o: Owner) => void; locked: boolean }) {
+  const rights = useOwnerRights();
+  if (rights.team) return <OwnerChoice value={owner} onChange={setOwner} what="connections" locked={locked} />;
   return (
     <div className="field">
       <span className="label-like">
@@ -190,6 +198,8 @@ function CredentialMethod({ integration, method, existing, reconnect, onDone }: 
   const [name, setName] = useState(reconnect?.name ?? freeName(existing));
   const [label, setLabel] = useState(reconnect?.identityLabel ?? "");
   const [errors, setErrors] = useState<{ name?: string; form?: string; values?: string }>({});
+  const rights = useOwnerRights();
+  const [owner, setOwner] = useState<Owner>(reconnect?.owner ?? rights.defaultOwner);
   const invalidate = useInvalidateIntegration();
   const idPrefix = `conn-${method.id}`;
 
@@ -198,7 +208,7 @@ function CredentialMethod({ integration, method, existing, reconnect, onDone }: 
 
   const check = useMutation({
     mutationFn: () =>
-      validateConnection({ owner: "org", integration: integration.slug, template: method.template, ...credential }),
+      validateConnection({ owner, integration: integration.slug, template: method.template, ...credential }),
     onSuccess: (r) => {
       if (r?.identity && !label) setLabel(r.identity);
     },
@@ -206,7 +216,7 @@ function CredentialMethod({ integration, method, existing, reconnect, onDone }: 
   const save = useMutation({
     mutationFn: () =>
       createConnection({
-        owner: "org",
+        owner,
         name: name.trim(),
         integration: integration.slug,
         template: method.template,
@@ -225,7 +235,7 @@ function CredentialMethod({ integration, method, existing, reconnect, onDone }: 
     e.preventDefault();
     const next: typeof errors = {};
     if (!name.trim()) next.name = "Name the connection.";
-    else if (!reconnect && existing.some((c) => c.owner === "org" && c.name === name.trim()))
+    else if (!reconnect && existing.some((c) => c.owner === owner && c.name === name.trim()))
       next.name = `A connection named “${name.trim()}” already exists.`;
     if (method.kind !== "none" && !filled) next.values = "Fill in every value.";
     setErrors(next);
@@ -289,8 +299,9 @@ function CredentialMethod({ integration, method, existing, reconnect, onDone }: 
         nameError={errors.name}
         locked={!!reconnect}
         idPrefix={idPrefix}
+        owner={owner}
       />
-      <OwnerField />
+      <OwnerField owner={owner} setOwner={setOwner} locked={!!reconnect} />
       <div className="actions">
         <Dialog.Close asChild>
           <button type="button">Cancel</button>
@@ -310,18 +321,25 @@ function OAuthMethod({ integration, method, existing, reconnect, onDone }: Metho
   const [status, setStatus] = useState<string | null>(null);
   const [errors, setErrors] = useState<{ name?: string; form?: string }>({});
   const [busy, setBusy] = useState(false);
+  const rights = useOwnerRights();
+  const [owner, setOwner] = useState<Owner>(reconnect?.owner ?? rights.defaultOwner);
   const abort = useRef<AbortController | null>(null);
   const stateRef = useRef<string | null>(null);
   const clients = useOAuthClients();
   const invalidate = useInvalidateIntegration();
   const dcr = !!method.oauth?.supportsDynamicRegistration && !!method.oauth.discoveryUrl;
-  const reusable = (clients.data ?? []).find((c) => c.origin.kind === "dcr" && c.origin.integration === integration.slug);
+  // A workspace connection cannot rest on a personal app; a personal one may use either.
+  const reusable = (clients.data ?? []).find(
+    (c) =>
+      c.origin.kind === "dcr" && c.origin.integration === integration.slug && (owner === "user" || c.owner === "org"),
+  );
   const idPrefix = `conn-${method.id}`;
 
   const connect = async () => {
     const next: typeof errors = {};
     if (!name.trim()) next.name = "Name the connection.";
-    if (!dcr && !clientSlug) next.form = "Choose the OAuth app to sign in with.";
+    const chosen = (clients.data ?? []).find((c) => c.slug === clientSlug && (owner === "user" || c.owner === "org"));
+    if (!dcr && !chosen) next.form = "Choose the OAuth app to sign in with.";
     setErrors(next);
     if (Object.keys(next).length) return;
     // Opened now, inside the click, so the browser does not block it.
@@ -339,7 +357,7 @@ function OAuthMethod({ integration, method, existing, reconnect, onDone }: Metho
             throw new Error("The server does not let Executor register itself: register an OAuth app on the OAuth apps page.");
           setStatus("Registering Executor with the server…");
           const reg = await registerDynamicClient({
-            owner: "org",
+            owner,
             registrationEndpoint: probe.registrationEndpoint,
             authorizationUrl: probe.authorizationUrl,
             tokenUrl: probe.tokenUrl,
@@ -350,17 +368,16 @@ function OAuthMethod({ integration, method, existing, reconnect, onDone }: Metho
             clientName: "Executor",
             originIntegration: integration.slug,
           });
-          client = { slug: reg.client, owner: "org" };
+          client = { slug: reg.client, owner };
         }
       } else {
-        const chosen = clients.data?.find((c) => c.slug === clientSlug)!;
-        client = { slug: chosen.slug, owner: chosen.owner };
+        client = { slug: chosen!.slug, owner: chosen!.owner };
       }
       setStatus("Waiting for you to sign in in the popup…");
       const started = await startOAuth({
         client: client.slug,
         clientOwner: client.owner,
-        owner: "org",
+        owner,
         name: name.trim(),
         integration: integration.slug,
         template: method.template,
@@ -407,7 +424,7 @@ function OAuthMethod({ integration, method, existing, reconnect, onDone }: Metho
           <label htmlFor={`${idPrefix}-client`}>OAuth app</label>
           <select id={`${idPrefix}-client`} value={clientSlug} onChange={(e) => setClientSlug(e.target.value)}>
             <option value="">Choose…</option>
-            {(clients.data ?? []).map((c) => (
+            {(clients.data ?? []).filter((c) => owner === "user" || c.owner === "org").map((c) => (
               <option key={`${c.owner}:${c.slug}`} value={c.slug}>
                 {c.slug} ({c.clientId})
               </option>
@@ -426,8 +443,9 @@ function OAuthMethod({ integration, method, existing, reconnect, onDone }: Metho
         nameError={errors.name}
         locked={!!reconnect}
         idPrefix={idPrefix}
+        owner={owner}
       />
-      <OwnerField />
+      <OwnerField owner={owner} setOwner={setOwner} locked={!!reconnect} />
       {status && (
         <p className="muted" role="status">
           {status}

@@ -16,7 +16,8 @@ export function ErrorNote({ error }: { error: unknown }) {
 /**
  * A one-line text field. With a `hint`, the hint describes it and gives way to its error; without,
  * its error (when it has one) stands below it and describes it. `code` is for machine text (a slug,
- * a pattern): monospace, no spell check.
+ * a pattern): monospace, no spell check. `type` and `autoComplete` are for sign-in forms (an email,
+ * a password the browser may offer to fill).
  */
 export function TextField({
   id,
@@ -27,6 +28,10 @@ export function TextField({
   hint,
   placeholder,
   code,
+  type = "text",
+  autoComplete = "off",
+  required,
+  autoFocus,
 }: {
   id: string;
   label: string;
@@ -36,6 +41,10 @@ export function TextField({
   hint?: ReactNode;
   placeholder?: string;
   code?: boolean;
+  type?: string;
+  autoComplete?: string;
+  required?: boolean;
+  autoFocus?: boolean;
 }) {
   const hinted = hint !== undefined;
   return (
@@ -44,9 +53,13 @@ export function TextField({
       <input
         id={id}
         className={code ? "mono" : undefined}
+        type={type}
         value={value}
         placeholder={placeholder}
-        autoComplete="off"
+        autoComplete={autoComplete}
+        required={required}
+        aria-required={required || undefined}
+        autoFocus={autoFocus}
         spellCheck={code ? false : undefined}
         aria-invalid={error ? true : undefined}
         aria-describedby={hinted ? `${id}-hint` : error ? `${id}-error` : undefined}

@@ -8,6 +8,7 @@ import { Link } from "wouter";
 import { describeError } from "../api/http";
 import { execute, toolPath, useToolSchema, type ExecutionOutcome, type Tool } from "../api/integrations";
 import { useGlobalRules, type Policy } from "../api/policies";
+import { ownerLabel } from "../api/team";
 import { SchemaForm, validateAgainst, type JsonSchema } from "./schema-form";
 import { CopyButton } from "./connect-agent";
 import { agnosticPattern, effectiveDecision, PolicyBadge, PolicyMenu } from "./policy-menu";
@@ -148,7 +149,7 @@ export function ToolDetail({
               <select id="run-connection" value={connection} onChange={(e) => setConnection(Number(e.target.value))}>
                 {instances.map((t, i) => (
                   <option key={t.address} value={i}>
-                    {t.owner === "org" ? "Local" : "Personal"} · {t.connection}
+                    {ownerLabel(t.owner)} · {t.connection}
                   </option>
                 ))}
               </select>

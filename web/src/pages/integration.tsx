@@ -25,6 +25,7 @@ import {
   type Tool,
 } from "../api/integrations";
 import { useGlobalRules, usePolicies } from "../api/policies";
+import { ownerLabel } from "../api/team";
 import { ConnectionModal, HealthVerdict } from "../components/connection-modal";
 import { ConfirmDialog, DialogActions, Modal } from "../components/dialogs";
 import { ErrorNote } from "../components/fields";
@@ -139,7 +140,7 @@ function ConnectionRow({
             {label !== connection.name && <code className="muted">{connection.name}</code>}
           </strong>
           <span className="row">
-            <span className="badge">{connection.owner === "org" ? "Local" : "Personal"}</span>
+            <span className="badge">{ownerLabel(connection.owner)}</span>
             <span className="badge">{integration.authMethods.find((m) => m.template === connection.template)?.label ?? connection.template}</span>
             {h?.status === "expired" || expired ? <span className="badge danger">Expired</span> : null}
             {h?.status === "degraded" && <span className="badge warn">Degraded</span>}

@@ -11,6 +11,8 @@ import {
   type Grant,
   type OAuthClient,
 } from "../api/oauth-clients";
+import { ownerLabel, useOwnerRights, type Owner } from "../api/team";
+import { OwnerChoice } from "../components/owner-choice";
 import { CopyButton } from "./settings";
 import "./exec-common.css";
 import "./settings.css";
@@ -91,6 +93,7 @@ export default function OAuthAppsPage() {
 
 function ClientRow({ client: c }: { client: OAuthClient }) {
   const qc = useQueryClient();
+  const { team } = useOwnerRights();
   const remove = useMutation({
     mutationFn: () => removeOAuthClient(c.slug, c.owner),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ["oauth-clients"] }),
@@ -100,6 +103,7 @@ function ClientRow({ client: c }: { client: OAuthClient }) {
       <td>
         <code>{c.slug}</code>
         {c.origin.kind !== "manual" && <> <span className="badge">registered automatically</span></>}
+        {team && <> <span className="badge">{ownerLabel(c.owner)}</span></>}
         {remove.isError && <p className="field-error" role="alert">{describeError(remove.error)}</p>}
       </td>
       <td>{c.grant === "client_credentials" ? "client credentials" : "authorization code"}</td>
@@ -116,12 +120,14 @@ function ClientRow({ client: c }: { client: OAuthClient }) {
 
 function RegisterForm() {
   const qc = useQueryClient();
+  const rights = useOwnerRights();
+  const [owner, setOwner] = useState<Owner>(rights.defaultOwner);
   const [d, setD] = useState<Draft>(EMPTY);
   const [local, setLocal] = useState<Partial<Record<FieldName, string>>>({});
   const save = useMutation({
     mutationFn: () =>
       putOAuthClient({
-        owner: "org",
+        owner,
         slug: d.slug.trim(),
         grant: d.grant,
         authorizationUrl: d.grant === "authorization_code" ? d.authorizationUrl.trim() : "",
@@ -190,6 +196,7 @@ function RegisterForm() {
         {field("clientSecret", "Client secret", { type: "password", hint: "Leave empty for public clients (PKCE)." })}
         {field("resource", "Resource (optional)", { hint: "RFC 8707 resource indicator, when the provider wants one." })}
       </div>
+      <OwnerChoice value={owner} onChange={setOwner} what="OAuth apps" />
       <div>
         <button type="submit" className="primary" disabled={save.isPending}>{save.isPending ? "Saving…" : "Register app"}</button>
       </div>

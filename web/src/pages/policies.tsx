@@ -11,11 +11,14 @@ import {
   rulesOf,
   useGlobalRules,
   usePolicies,
+  type GlobalRuleWriter,
   type Policy,
   type PolicyAction,
   type RuleWriter,
   type ToolIdentity,
 } from "../api/policies";
+import { ownerLabel, useOwnerRights, type Owner } from "../api/team";
+import { OwnerChoice } from "../components/owner-choice";
 import { ActionSelect, RulesTable } from "../components/rules-table";
 import "./exec-common.css";
 import "./policies.css";
@@ -67,11 +70,12 @@ export default function PoliciesPage() {
           <>
             {user.length > 0 && (
               <p className="field-hint">
-                Personal and local rules are applied side by side: each contributes its first match, and the more
-                restrictive of the two wins. A rule an agent wrote never loosens a block a person wrote.
+                Personal and {ownerLabel("org").toLowerCase()} rules are applied side by side: each contributes its
+                first match, and the more restrictive of the two wins. A rule an agent wrote never loosens a block a
+                person wrote.
               </p>
             )}
-            <RuleTable title={user.length > 0 ? "Local" : null} rules={org} writer={writer} />
+            <RuleTable title={user.length > 0 ? ownerLabel("org") : null} rules={org} writer={writer} />
             {user.length > 0 && <RuleTable title="Personal" rules={user} writer={writer} />}
           </>
         )}
@@ -80,7 +84,9 @@ export default function PoliciesPage() {
   );
 }
 
-function AddPolicyForm({ writer, toolIds }: { writer: RuleWriter<Policy>; toolIds: string[] | undefined }) {
+function AddPolicyForm({ writer, toolIds }: { writer: GlobalRuleWriter; toolIds: string[] | undefined }) {
+  const rights = useOwnerRights();
+  const [owner, setOwner] = useState<Owner>(rights.defaultOwner);
   const [pattern, setPattern] = useState("");
   const [action, setAction] = useState<PolicyAction>("require_approval");
   const [touched, setTouched] = useState(false);
@@ -90,7 +96,7 @@ function AddPolicyForm({ writer, toolIds }: { writer: RuleWriter<Policy>; toolId
     [check?.ok, pattern, toolIds],
   );
   const create = useMutation({
-    mutationFn: () => writer.create(pattern, action),
+    mutationFn: () => writer.createAs(owner, pattern, action),
     onSuccess: () => {
       setPattern("");
       setTouched(false);
@@ -119,7 +125,7 @@ function AddPolicyForm({ writer, toolIds }: { writer: RuleWriter<Policy>; toolId
           {formError}
         </p>
       )}
-      <div className="policies-add-grid">
+      <div className={rights.team ? "policies-add-grid with-owner" : "policies-add-grid"}>
         <div className="field">
           <label htmlFor="policy-pattern">Pattern</label>
           <input
@@ -171,6 +177,7 @@ function AddPolicyForm({ writer, toolIds }: { writer: RuleWriter<Policy>; toolId
           <label htmlFor="policy-action">Action</label>
           <ActionSelect id="policy-action" value={action} onChange={setAction} />
         </div>
+        {rights.team && <OwnerChoice legend="Applies to" value={owner} onChange={setOwner} what="policies" />}
         <div className="policies-add-submit">
           <button type="submit" className="primary" disabled={create.isPending || !pattern || (check !== null && !check.ok)}>
             {create.isPending ? "Adding…" : "Add policy"}

@@ -1,9 +1,11 @@
 // /settings — this browser's API token (masked; reveal and copy), how to rotate it, and what the
-// server says about itself.
+// server says about itself. The team server has no such token (a browser signs in, agents use API
+// keys): there the first card points at the account page instead.
 
 import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { forgetToken, token } from "../api/auth";
+import { Link } from "wouter";
+import { forgetToken, isTeam, token } from "../api/auth";
 import { api, describeError } from "../api/http";
 import type { ServerInfo } from "../api/types";
 import "./exec-common.css";
@@ -42,45 +44,55 @@ export default function SettingsPage() {
   return (
     <section className="page">
       <h1>Settings</h1>
-      <section className="card" aria-labelledby="token-title">
-        <h2 id="token-title" className="settings-h2">API token</h2>
-        <p className="muted">
-          This browser sends it with every request. Agents and scripts use the same token as{" "}
-          <code>Authorization: Bearer …</code>.
-        </p>
-        {value ? (
-          <div className="field">
-            <label htmlFor="settings-token">Token</label>
-            <div className="copy-row">
-              <input id="settings-token" readOnly type={shown ? "text" : "password"} value={value} />
-              <button type="button" onClick={() => setShown((s) => !s)} aria-pressed={shown}>
-                {shown ? "Hide" : "Reveal"}
-              </button>
-              <CopyButton text={value} label="Copy the token" />
+      {isTeam() ? (
+        <section className="card" aria-labelledby="token-title">
+          <h2 id="token-title" className="settings-h2">Signing in</h2>
+          <p className="muted settings-p">
+            This browser is signed in with your account. Agents and scripts use an API key of yours, made on the{" "}
+            <Link href="/account">Account</Link> page, as <code>Authorization: Bearer exk_…</code>.
+          </p>
+        </section>
+      ) : (
+        <section className="card" aria-labelledby="token-title">
+          <h2 id="token-title" className="settings-h2">API token</h2>
+          <p className="muted">
+            This browser sends it with every request. Agents and scripts use the same token as{" "}
+            <code>Authorization: Bearer …</code>.
+          </p>
+          {value ? (
+            <div className="field">
+              <label htmlFor="settings-token">Token</label>
+              <div className="copy-row">
+                <input id="settings-token" readOnly type={shown ? "text" : "password"} value={value} />
+                <button type="button" onClick={() => setShown((s) => !s)} aria-pressed={shown}>
+                  {shown ? "Hide" : "Reveal"}
+                </button>
+                <CopyButton text={value} label="Copy the token" />
+              </div>
             </div>
-          </div>
-        ) : (
-          <p>This browser holds no token.</p>
-        )}
-        <h3 className="settings-h2">Rotating it</h3>
-        <p>
-          Run <code>executor server rotate-token</code> on the machine the server runs on. It writes a new token to{" "}
-          <code>server-control/auth.json</code> in the data directory (<code>~/.executor</code> unless{" "}
-          <code>EXECUTOR_DATA_DIR</code> says otherwise); a running server keeps accepting the old one until it
-          restarts (<code>executor daemon restart</code>). Then open the new link the server prints, or sign this
-          browser out and paste the new token.
-        </p>
-        <button
-          type="button"
-          className="danger"
-          onClick={() => {
-            forgetToken();
-            window.location.assign("/");
-          }}
-        >
-          Sign this browser out
-        </button>
-      </section>
+          ) : (
+            <p>This browser holds no token.</p>
+          )}
+          <h3 className="settings-h2">Rotating it</h3>
+          <p>
+            Run <code>executor server rotate-token</code> on the machine the server runs on. It writes a new token to{" "}
+            <code>server-control/auth.json</code> in the data directory (<code>~/.executor</code> unless{" "}
+            <code>EXECUTOR_DATA_DIR</code> says otherwise); a running server keeps accepting the old one until it
+            restarts (<code>executor daemon restart</code>). Then open the new link the server prints, or sign this
+            browser out and paste the new token.
+          </p>
+          <button
+            type="button"
+            className="danger"
+            onClick={() => {
+              forgetToken();
+              window.location.assign("/");
+            }}
+          >
+            Sign this browser out
+          </button>
+        </section>
+      )}
       <section className="card" aria-labelledby="server-title">
         <h2 id="server-title" className="settings-h2">Server</h2>
         <dl className="execution-facts">

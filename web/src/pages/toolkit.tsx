@@ -35,6 +35,7 @@ import {
   type ToolkitPolicy,
   type ToolkitTool,
 } from "../api/toolkits";
+import { ownerLabel } from "../api/team";
 import { CopyButton } from "../components/connect-agent";
 import { ConfirmDialog, DialogActions, Modal } from "../components/dialogs";
 import { ErrorNote, TextField } from "../components/fields";
@@ -168,7 +169,7 @@ function useGrantRows(toolkit: Toolkit) {
             prefix: [c.integration, c.owner, c.name],
             pattern: connectionPattern(c),
             title: `${integration} · ${c.name}${who}`,
-            subtitle: c.owner === "org" ? "Local connection" : "Personal connection",
+            subtitle: `${ownerLabel(c.owner)} connection`,
             search: `${integration} ${c.integration} ${c.name} ${c.identityLabel ?? ""}`.toLowerCase(),
           };
         }),
@@ -604,7 +605,7 @@ export default function ToolkitPage() {
         back={BACK}
         title={toolkit.name}
         slug={toolkit.slug}
-        badge={toolkit.owner === "org" ? "Local" : "Personal"}
+        badge={ownerLabel(toolkit.owner)}
         meta={
           <>
             <span>{plural(connections.data ? granted.length : toolkit.connectionCount, "connection")}</span>

@@ -1,14 +1,16 @@
 // `/toolkits`: every toolkit as a tile (name, slug, connection count), the create dialog and the
 // empty state. One request: the list carries each toolkit's counts. The local server is
-// org-only, so there is one unlabelled shelf.
+// org-only, so there is one unlabelled shelf; on the team server each tile says whose it is.
 
 import { useMutation } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Link, useLocation } from "wouter";
 import { ApiError, describeError } from "../api/http";
+import { ownerLabel, useOwnerRights, type Owner } from "../api/team";
 import { createToolkit, useRememberToolkit, useToolkits, type Toolkit } from "../api/toolkits";
 import { Modal, DialogActions } from "../components/dialogs";
 import { ErrorNote, TextField } from "../components/fields";
+import { OwnerChoice } from "../components/owner-choice";
 import "./integrations.css";
 import "./toolkits.css";
 
@@ -31,8 +33,10 @@ export function CreateToolkitDialog({ open, onOpenChange }: { open: boolean; onO
   const [name, setName] = useState("");
   const [slug, setSlug] = useState("");
   const [touched, setTouched] = useState(false);
+  const rights = useOwnerRights();
+  const [owner, setOwner] = useState<Owner>(rights.defaultOwner);
   const create = useMutation({
-    mutationFn: () => createToolkit({ name: name.trim(), slug: slug.trim() || undefined }),
+    mutationFn: () => createToolkit({ name: name.trim(), slug: slug.trim() || undefined, owner }),
     onSuccess: (toolkit) => {
       remember(toolkit);
       onOpenChange(false);
@@ -61,6 +65,7 @@ export function CreateToolkitDialog({ open, onOpenChange }: { open: boolean; onO
           setName("");
           setSlug("");
           setTouched(false);
+          setOwner(rights.defaultOwner);
           create.reset();
         }
         onOpenChange(o);
@@ -102,6 +107,7 @@ export function CreateToolkitDialog({ open, onOpenChange }: { open: boolean; onO
             </>
           }
         />
+        <OwnerChoice value={owner} onChange={setOwner} what="toolkits" />
         <DialogActions label="Create toolkit" busyLabel="Creating…" busy={create.isPending} />
       </form>
     </Modal>
@@ -109,6 +115,7 @@ export function CreateToolkitDialog({ open, onOpenChange }: { open: boolean; onO
 }
 
 function ToolkitTile({ toolkit }: { toolkit: Toolkit }) {
+  const { team } = useOwnerRights();
   return (
     <li className="card toolkit-tile">
       <Link href={`/toolkits/${toolkit.slug}`} className="toolkit-tile-link">
@@ -118,6 +125,7 @@ function ToolkitTile({ toolkit }: { toolkit: Toolkit }) {
       <span className="row toolkit-tile-meta">
         <span>{plural(toolkit.connectionCount, "connection")}</span>
         {toolkit.policyCount > 0 && <span className="muted">· {plural(toolkit.policyCount, "rule")}</span>}
+        {team && <span className="badge">{ownerLabel(toolkit.owner)}</span>}
       </span>
     </li>
   );
