@@ -324,6 +324,11 @@ impl Accounts {
             }
             limiter::Admission::Proceed(_) => {}
         }
+        // No password is longer than sign-up allows: a huge one is wrong without hashing it.
+        if password.len() > 4 * 256 {
+            self.inner.limiter.failed(&email, address);
+            return Err(AccountError::InvalidCredentials);
+        }
         let user = self
             .store()
             .get_user_by_email(self.tenant(), &email)

@@ -405,6 +405,14 @@ pub(crate) async fn audit_changes(
     };
     let after = serde_json::from_slice::<Value>(&bytes).ok();
     if outcome == "ok" {
+        // What was made is named by its id (or slug) when the answer gives one; else the path.
+        if let Some(made) = after
+            .as_ref()
+            .and_then(|a| a.get("id").or_else(|| a.get("slug")))
+            .and_then(Value::as_str)
+        {
+            entry.target = Some(made.to_owned());
+        }
         entry.after = after;
     } else {
         entry.detail = after;

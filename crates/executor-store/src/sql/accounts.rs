@@ -573,6 +573,15 @@ impl AccountStore for SqlStore {
     }
 
     async fn insert_grant(&self, rec: &GrantRecord) -> Result<()> {
+        // Anyone may start a grant: expired ones go at each insert, so a flood of abandoned
+        // requests holds rows for at most their ten minutes.
+        sqlx::query(
+            self.backend
+                .sql("DELETE FROM account_grant WHERE expires_at < ?"),
+        )
+        .bind(rec.created_at)
+        .execute(&self.writer)
+        .await?;
         sqlx::query(self.backend.sql(format!(
             "INSERT INTO account_grant ({GRANT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )))
