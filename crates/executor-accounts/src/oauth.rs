@@ -159,6 +159,17 @@ fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
     }
 }
 
+/// A token request may name the resource again (RFC 8707), but not another one.
+fn same_resource(form: &TokenGrant, consented: &str) -> Result<(), OAuthError> {
+    match form.resource.as_deref() {
+        Some(r) if !r.is_empty() && r != consented => Err(OAuthError::new(
+            "invalid_target",
+            "The resource differs from the one consented to.",
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Accounts {
     /// `/mcp` and each toolkit endpoint are resources of this server.
     pub fn known_resource(&self, resource: &str) -> bool {
@@ -466,16 +477,7 @@ impl Accounts {
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        if form
-            .resource
-            .as_deref()
-            .is_some_and(|r| !r.is_empty() && r != resource)
-        {
-            return Err(OAuthError::new(
-                "invalid_target",
-                "The resource differs from the one consented to.",
-            ));
-        }
+        same_resource(form, &resource)?;
         if !self.store().use_grant(&grant.id).await? {
             self.store().revoke_grant_tokens(&grant.id).await?;
             return invalid("The code was used already; its tokens are revoked.");
@@ -529,16 +531,7 @@ impl Accounts {
             ));
         }
         let resource = record.resource.clone().unwrap_or_default();
-        if form
-            .resource
-            .as_deref()
-            .is_some_and(|r| !r.is_empty() && r != resource)
-        {
-            return Err(OAuthError::new(
-                "invalid_target",
-                "The resource differs from the one consented to.",
-            ));
-        }
+        same_resource(form, &resource)?;
         let grant = record.grant_id.clone().unwrap_or_default();
         self.issue(&record.user_id, client_id, &resource, &grant)
             .await
