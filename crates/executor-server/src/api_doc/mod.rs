@@ -6,6 +6,7 @@ pub(crate) mod schemas;
 
 use std::sync::OnceLock;
 
+use axum::Extension;
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 use utoipa::openapi::path::Operation;
@@ -13,7 +14,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::{
-    graphql_routes, health_routes, mcp_routes, oauth_routes, openapi_routes, routes, toolkit_routes,
+    graphql_routes, health_routes, mcp_routes, oauth_routes, openapi_routes, routes, team,
+    toolkit_routes,
 };
 
 #[derive(OpenApi)]
@@ -73,6 +75,31 @@ use crate::{
 )]
 struct ApiDoc;
 
+/// The team server's own routes (`executor serve`), added to [`ApiDoc`] in the document it
+/// serves. Kept apart so the local server's document (and `web/openapi.json`, and schemathesis,
+/// which fuzzes a local server) lists only what the local server answers.
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        team::routes::setup_status, team::routes::invite_status, team::routes::sign_up,
+        team::routes::sign_in, team::routes::sign_out, team::routes::me, team::routes::roles,
+        team::routes::members, team::routes::set_role, team::routes::remove_member,
+        team::routes::api_keys, team::routes::create_api_key, team::routes::delete_api_key,
+        team::routes::invites, team::routes::create_invite, team::routes::revoke_invite,
+        team::routes::audit_events,
+        team::oauth::protected_resource_root, team::oauth::protected_resource,
+        team::oauth::authorization_server, team::oauth::register, team::oauth::authorize,
+        team::oauth::token, team::oauth::revoke, team::oauth::consent_view,
+        team::oauth::answer_consent, team::oauth::cli_login, team::oauth::device_code,
+        team::oauth::device_token, team::oauth::device_status, team::oauth::approve_device,
+    ),
+    tags(
+        (name = "accounts", description = "The team server's people: set-up, sign-in, members, roles, invites, API keys, the audit log"),
+        (name = "oauth-server", description = "The team server as the OAuth 2.1 authorization server of its MCP endpoints, and the CLI's device login"),
+    )
+)]
+struct TeamDoc;
+
 struct Bearer;
 
 impl Modify for Bearer {
@@ -95,22 +122,38 @@ pub(crate) fn document() -> &'static utoipa::openapi::OpenApi {
     })
 }
 
-fn document_json() -> &'static str {
-    static JSON: OnceLock<String> = OnceLock::new();
-    JSON.get_or_init(|| {
-        document()
-            .to_pretty_json()
-            .unwrap_or_else(|_| "{}".to_owned())
+/// The team server's document: [`document`] and its own routes. Its requests are signed in
+/// by a session (cookie or bearer), an API key or, on `/mcp`, an OAuth access token.
+pub(crate) fn team_document() -> &'static utoipa::openapi::OpenApi {
+    static DOC: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let mut doc = document().clone();
+        doc.merge(TeamDoc::openapi());
+        doc.info.description = Some(
+            "The team server (`executor serve`): configure integrations, their connections and tool policies, and run code against them, as a signed-in member. Requests are signed in by the session cookie, `Authorization: Bearer` with a session token or an API key (`exk_…`), or on `/mcp` an OAuth access token. Errors are JSON objects whose `_tag` names them; the OAuth endpoints answer RFC 6749 errors.".to_owned(),
+        );
+        doc
     })
+}
+
+fn document_json(team: bool) -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    static TEAM_JSON: OnceLock<String> = OnceLock::new();
+    let (cell, doc) = if team {
+        (&TEAM_JSON, team_document())
+    } else {
+        (&JSON, document())
+    };
+    cell.get_or_init(|| doc.to_pretty_json().unwrap_or_else(|_| "{}".to_owned()))
 }
 
 /// This document.
 #[utoipa::path(get, path = "/api/openapi.json", tag = "meta", security(()),
     responses((status = 200, description = "The OpenAPI 3.1 document of this API", body = Object)))]
-pub(crate) async fn openapi_json() -> Response {
+pub(crate) async fn openapi_json(team: Option<Extension<crate::team::Team>>) -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
-        document_json(),
+        document_json(team.is_some()),
     )
         .into_response()
 }
@@ -118,8 +161,12 @@ pub(crate) async fn openapi_json() -> Response {
 /// A reference page of the API, built from this document.
 #[utoipa::path(get, path = "/api/docs", tag = "meta", security(()),
     responses((status = 200, description = "HTML", body = String, content_type = "text/html")))]
-pub(crate) async fn docs_page() -> Html<&'static str> {
+pub(crate) async fn docs_page(team: Option<Extension<crate::team::Team>>) -> Html<&'static str> {
     static PAGE: OnceLock<String> = OnceLock::new();
+    static TEAM_PAGE: OnceLock<String> = OnceLock::new();
+    if team.is_some() {
+        return Html(TEAM_PAGE.get_or_init(|| render_page(team_document())));
+    }
     Html(PAGE.get_or_init(|| render_page(document())))
 }
 
@@ -267,7 +314,7 @@ mod tests {
     /// `(METHOD, /api/path)` of every route the routers declare, read from their source: a
     /// route added without a `#[utoipa::path]` fails here.
     fn routed() -> BTreeSet<(String, String)> {
-        let sources = [
+        routes_in(&[
             include_str!("../routes.rs"),
             include_str!("../mcp_routes.rs"),
             include_str!("../graphql_routes.rs"),
@@ -275,11 +322,22 @@ mod tests {
             include_str!("../health_routes.rs"),
             include_str!("../oauth_routes.rs"),
             include_str!("../toolkit_routes.rs"),
-        ];
+        ])
+    }
+
+    /// The team server's routes (under `/api`, but for the `/.well-known` documents).
+    fn team_routed() -> BTreeSet<(String, String)> {
+        routes_in(&[
+            include_str!("../team/routes.rs"),
+            include_str!("../team/oauth.rs"),
+        ])
+    }
+
+    fn routes_in(sources: &[&str]) -> BTreeSet<(String, String)> {
         let mut out = BTreeSet::new();
         for source in sources {
             // `.route("path", get(a).post(b))`, possibly over several lines.
-            let mut rest = source;
+            let mut rest: &str = source;
             while let Some(at) = rest.find(".route(") {
                 rest = &rest[at + ".route(".len()..];
                 let Some(open) = rest.find('"') else { break };
@@ -308,7 +366,13 @@ mod tests {
                             || !methods.as_bytes()[i - 1].is_ascii_alphanumeric()
                                 && methods.as_bytes()[i - 1] != b'_'
                     }) {
-                        out.insert((method.to_uppercase(), format!("/api{path}")));
+                        let path = path.replace("{*", "{");
+                        let full = if path.starts_with("/.well-known") {
+                            path
+                        } else {
+                            format!("/api{path}")
+                        };
+                        out.insert((method.to_uppercase(), full));
                     }
                 }
             }
@@ -317,13 +381,40 @@ mod tests {
     }
 
     fn documented() -> BTreeSet<(String, String)> {
+        documented_in(document())
+    }
+
+    fn documented_in(doc: &utoipa::openapi::OpenApi) -> BTreeSet<(String, String)> {
         let mut out = BTreeSet::new();
-        for (path, item) in document().paths.paths.iter() {
+        for (path, item) in doc.paths.paths.iter() {
             for (method, _) in operations(item) {
                 out.insert((method.to_owned(), path.clone()));
             }
         }
         out
+    }
+
+    #[test]
+    fn the_team_document_adds_every_team_route_and_nothing_else() {
+        let routed = team_routed();
+        assert!(
+            routed.len() > 25,
+            "the route scan found too little: {routed:?}"
+        );
+        let added: BTreeSet<_> = documented_in(team_document())
+            .difference(&documented())
+            .cloned()
+            .collect();
+        assert_eq!(
+            routed.difference(&added).collect::<Vec<_>>(),
+            Vec::<&(String, String)>::new(),
+            "team routes missing from the team document"
+        );
+        assert_eq!(
+            added.difference(&routed).collect::<Vec<_>>(),
+            Vec::<&(String, String)>::new(),
+            "documented team operations no router serves"
+        );
     }
 
     #[test]
@@ -348,7 +439,7 @@ mod tests {
 
     #[test]
     fn the_document_is_openapi_3_1_with_bearer_auth_and_error_bodies() {
-        let json: serde_json::Value = serde_json::from_str(document_json()).unwrap();
+        let json: serde_json::Value = serde_json::from_str(document_json(false)).unwrap();
         assert!(json["openapi"].as_str().unwrap().starts_with("3.1"));
         assert_eq!(
             json["components"]["securitySchemes"]["bearer"]["scheme"],
@@ -402,7 +493,7 @@ mod tests {
     #[test]
     fn the_consoles_copy_of_the_document_is_current() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../web/openapi.json");
-        let current = format!("{}\n", document_json());
+        let current = format!("{}\n", document_json(false));
         if std::env::var_os("UPDATE_API_DOC").is_some() {
             std::fs::write(path, &current).unwrap();
             return;

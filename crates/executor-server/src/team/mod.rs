@@ -6,8 +6,8 @@
 //! The routes of accounts, invites, members, API keys and the audit log are in `routes.rs`;
 //! the OAuth authorization server, the consent API and the device login in `oauth.rs`.
 
-mod oauth;
-mod routes;
+pub(crate) mod oauth;
+pub(crate) mod routes;
 
 use std::net::SocketAddr;
 

@@ -17,6 +17,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Team;
+#[allow(unused_imports)]
+use crate::api_doc::schemas::*;
 use crate::error::ApiError;
 use crate::routes::ApiJson;
 
@@ -35,10 +37,6 @@ pub(crate) fn well_known_router<S: Clone + Send + Sync + 'static>() -> Router<S>
         )
         .route(
             "/.well-known/oauth-authorization-server",
-            get(authorization_server),
-        )
-        .route(
-            "/.well-known/oauth-authorization-server/{*rest}",
             get(authorization_server),
         )
 }
@@ -92,10 +90,12 @@ fn resource_document(team: &Team, path: &str) -> Value {
     })
 }
 
+#[utoipa::path(get, path = "/.well-known/oauth-protected-resource", tag = "oauth-server", summary = "The MCP endpoint's protected-resource metadata (RFC 9728)", security(()), responses((status = 200, description = "OK", body = Object)))]
 async fn protected_resource_root(Extension(team): Extension<Team>) -> Response {
     Json(resource_document(&team, "/mcp")).into_response()
 }
 
+#[utoipa::path(get, path = "/.well-known/oauth-protected-resource/{resource}", tag = "oauth-server", summary = "A path's protected-resource metadata (`mcp`, `mcp/toolkits/<slug>`)", security(()), params(("resource" = String, Path, description = "The endpoint path without its leading slash")), responses((status = 200, description = "OK", body = Object), (status = 404, description = "No MCP endpoint there", body = Object)))]
 async fn protected_resource(
     Extension(team): Extension<Team>,
     Path(resource): Path<String>,
@@ -114,6 +114,7 @@ async fn protected_resource(
     Json(resource_document(&team, &path)).into_response()
 }
 
+#[utoipa::path(get, path = "/.well-known/oauth-authorization-server", tag = "oauth-server", summary = "The authorization server metadata (RFC 8414)", security(()), responses((status = 200, description = "OK", body = Object)))]
 async fn authorization_server(Extension(team): Extension<Team>) -> Response {
     let base = team.accounts.base_url();
     Json(json!({
@@ -179,6 +180,7 @@ struct Registration {
     scope: Option<String>,
 }
 
+#[utoipa::path(post, path = "/api/auth/mcp/register", tag = "oauth-server", summary = "Register an MCP client (RFC 7591, public clients)", security(()), request_body = Object, responses((status = 201, description = "The registered client", body = Object), (status = 400, description = "An RFC 6749 error: `{error, error_description}`", body = Object)))]
 async fn register(Extension(team): Extension<Team>, body: Bytes) -> Response {
     let Ok(reg) = serde_json::from_slice::<Registration>(&body) else {
         return oauth_error(OAuthError {
@@ -237,6 +239,7 @@ fn redirect(location: &str) -> Response {
     }
 }
 
+#[utoipa::path(get, path = "/api/auth/mcp/authorize", tag = "oauth-server", summary = "Start an authorization (PKCE S256): to the consent page, or back to the client with an error", security(()), responses((status = 302, description = "To the consent page or back to the client"), (status = 400, description = "An unknown client or redirect URI: a page, never a redirect", body = String, content_type = "text/html"), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn authorize(
     Extension(team): Extension<Team>,
     Query(query): Query<Vec<(String, String)>>,
@@ -260,6 +263,7 @@ async fn authorize(
     }
 }
 
+#[utoipa::path(post, path = "/api/auth/mcp/token", tag = "oauth-server", summary = "Exchange a code or a refresh token (form-encoded)", security(()), responses((status = 200, description = "OK", body = Object), (status = 400, description = "An RFC 6749 error: `{error, error_description}`", body = Object), (status = 401, description = "invalid_client", body = Object), (status = 500, description = "server_error", body = Object)))]
 async fn token(Extension(team): Extension<Team>, headers: HeaderMap, body: Bytes) -> Response {
     let f = fields(&headers, &body);
     let grant = TokenGrant {
@@ -286,6 +290,7 @@ async fn token(Extension(team): Extension<Team>, headers: HeaderMap, body: Bytes
     }
 }
 
+#[utoipa::path(post, path = "/api/auth/mcp/revoke", tag = "oauth-server", summary = "Revoke a token (RFC 7009, form-encoded)", security(()), responses((status = 200, description = "Revoked, or unknown"), (status = 400, description = "An RFC 6749 error: `{error, error_description}`", body = Object), (status = 500, description = "server_error", body = Object)))]
 async fn revoke(Extension(team): Extension<Team>, headers: HeaderMap, body: Bytes) -> Response {
     let f = fields(&headers, &body);
     let Some(token) = field(&f, "token") else {
@@ -307,6 +312,7 @@ fn signed_in(identity: Option<Extension<Identity>>) -> Result<Identity, ApiError
         .ok_or(ApiError::Account(AccountError::Unauthorized))
 }
 
+#[utoipa::path(get, path = "/api/auth/mcp/requests/{id}", tag = "oauth-server", summary = "What an authorization request asks (the consent page)", params(("id" = String, Path, description = "The request id")), responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn consent_view(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -329,6 +335,7 @@ struct Answer {
     approve: bool,
 }
 
+#[utoipa::path(post, path = "/api/auth/mcp/requests/{id}", tag = "oauth-server", summary = "Approve or deny an authorization request", request_body = Object, params(("id" = String, Path, description = "The request id")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AccountForbidden or InvalidOriginError", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn answer_consent(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -345,6 +352,7 @@ async fn answer_consent(
     Ok(no_store(Json(json!({"redirectTo": to})).into_response()))
 }
 
+#[utoipa::path(get, path = "/api/auth/cli-login", tag = "oauth-server", summary = "The CLI's sign-in endpoints", security(()), responses((status = 200, description = "OK", body = Object)))]
 async fn cli_login(Extension(team): Extension<Team>) -> Response {
     let base = team.accounts.base_url();
     Json(json!({
@@ -357,6 +365,7 @@ async fn cli_login(Extension(team): Extension<Team>) -> Response {
     .into_response()
 }
 
+#[utoipa::path(post, path = "/api/auth/device/code", tag = "oauth-server", summary = "Start a device login (RFC 8628)", security(()), request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn device_code(
     Extension(team): Extension<Team>,
     headers: HeaderMap,
@@ -380,6 +389,7 @@ async fn device_code(
     ))
 }
 
+#[utoipa::path(post, path = "/api/auth/device/token", tag = "oauth-server", summary = "Poll a device login: a session token once approved", security(()), request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "authorization_pending, slow_down, access_denied, expired_token or invalid_grant", body = Object), (status = 401, description = "invalid_client", body = Object)))]
 async fn device_token(
     Extension(team): Extension<Team>,
     headers: HeaderMap,
@@ -433,6 +443,7 @@ fn device_view(status: &executor_accounts::DeviceStatus) -> Value {
     json!({"userCode": status.user_code, "clientId": status.client_id, "status": status.status})
 }
 
+#[utoipa::path(get, path = "/api/auth/device/{user_code}", tag = "oauth-server", summary = "A device code, as the approval page shows it", params(("user_code" = String, Path, description = "The code the CLI printed")), responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn device_status(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -450,6 +461,7 @@ struct DeviceAnswer {
     approve: bool,
 }
 
+#[utoipa::path(post, path = "/api/auth/device/approve", tag = "oauth-server", summary = "Approve or deny a device code", request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AccountForbidden or InvalidOriginError", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn approve_device(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,

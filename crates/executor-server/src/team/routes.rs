@@ -12,6 +12,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ClientAddress, Team};
+#[allow(unused_imports)]
+use crate::api_doc::schemas::*;
 use crate::error::ApiError;
 use crate::routes::ApiJson;
 
@@ -127,11 +129,13 @@ fn signed_in_response(team: &Team, signed: SignedIn) -> Response {
     response
 }
 
+#[utoipa::path(get, path = "/api/setup-status", tag = "accounts", summary = "Whether the organisation still needs its first account", security(()), responses((status = 200, description = "OK", body = Object), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn setup_status(Extension(team): Extension<Team>) -> ApiResult {
     let needs = team.accounts.needs_setup().await?;
     Ok(Json(json!({"needsSetup": needs})).into_response())
 }
 
+#[utoipa::path(get, path = "/api/invite-status/{code}", tag = "accounts", summary = "Whether an invite code can be redeemed now", security(()), params(("code" = String, Path, description = "The invite code")), responses((status = 200, description = "OK", body = Object), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn invite_status(Extension(team): Extension<Team>, Path(code): Path<String>) -> ApiResult {
     let valid = team.accounts.invite_valid(&code).await?;
     Ok(Json(json!({"valid": valid})).into_response())
@@ -147,6 +151,7 @@ struct SignUp {
     invite_code: Option<String>,
 }
 
+#[utoipa::path(post, path = "/api/auth/sign-up/email", tag = "accounts", summary = "Create an account (the first one owns the organisation; later ones need an invite)", security(()), request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 403, description = "InviteRequiredError or InvalidInviteError", body = ErrorBody), (status = 409, description = "EmailTakenError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn sign_up(Extension(team): Extension<Team>, ApiJson(body): ApiJson<SignUp>) -> ApiResult {
     let signed = team
         .accounts
@@ -166,6 +171,7 @@ struct SignIn {
     password: String,
 }
 
+#[utoipa::path(post, path = "/api/auth/sign-in/email", tag = "accounts", summary = "Sign in with email and password (sets the session cookie)", security(()), request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "InvalidCredentialsError", body = ErrorBody), (status = 429, description = "TooManyAttemptsError, with Retry-After", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn sign_in(
     Extension(team): Extension<Team>,
     Extension(address): Extension<ClientAddress>,
@@ -178,6 +184,7 @@ async fn sign_in(
     Ok(signed_in_response(&team, signed))
 }
 
+#[utoipa::path(post, path = "/api/auth/sign-out", tag = "accounts", summary = "End this session and clear its cookie", security(()), responses((status = 200, description = "OK", body = Object), (status = 403, description = "InvalidOriginError: a cookie-signed write from another origin", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn sign_out(Extension(team): Extension<Team>, headers: axum::http::HeaderMap) -> ApiResult {
     if let Some(token) = super::bearer(&headers)
         .map(str::to_owned)
@@ -192,6 +199,7 @@ async fn sign_out(Extension(team): Extension<Team>, headers: axum::http::HeaderM
     Ok(response)
 }
 
+#[utoipa::path(get, path = "/api/account/me", tag = "accounts", summary = "Who is signed in, in which organisation, with which role", responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn me(Extension(team): Extension<Team>, identity: Option<Extension<Identity>>) -> ApiResult {
     let me = signed_in(identity)?;
     let org = team.accounts.organisation();
@@ -204,6 +212,7 @@ async fn me(Extension(team): Extension<Team>, identity: Option<Extension<Identit
     .into_response())
 }
 
+#[utoipa::path(get, path = "/api/account/roles", tag = "accounts", summary = "The roles of the organisation", responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn roles(identity: Option<Extension<Identity>>) -> ApiResult {
     signed_in(identity)?;
     Ok(Json(json!({"roles": [
@@ -214,6 +223,7 @@ async fn roles(identity: Option<Extension<Identity>>) -> ApiResult {
     .into_response())
 }
 
+#[utoipa::path(get, path = "/api/account/members", tag = "accounts", summary = "The members of the organisation", responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn members(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -230,6 +240,7 @@ struct RoleChange {
     role_slug: String,
 }
 
+#[utoipa::path(patch, path = "/api/account/members/{id}/role", tag = "accounts", summary = "Change a member's role", request_body = Object, params(("id" = String, Path, description = "The member (user) id")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AdminForbidden or AccountForbidden (only an owner makes or unmakes owners)", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 409, description = "LastOwnerError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn set_role(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -241,6 +252,7 @@ async fn set_role(
     Ok(Json(member_view(&user, &me)).into_response())
 }
 
+#[utoipa::path(delete, path = "/api/account/members/{id}", tag = "accounts", summary = "Remove a member (ends their sessions, keys and tokens)", params(("id" = String, Path, description = "The member (user) id")), responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AdminForbidden or AccountForbidden", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 409, description = "LastOwnerError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn remove_member(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -251,6 +263,7 @@ async fn remove_member(
     Ok(Json(json!({"success": true})).into_response())
 }
 
+#[utoipa::path(get, path = "/api/account/api-keys", tag = "accounts", summary = "Your API keys, obfuscated", responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn api_keys(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -266,6 +279,7 @@ struct NewApiKey {
     name: Option<String>,
 }
 
+#[utoipa::path(post, path = "/api/account/api-keys", tag = "accounts", summary = "Make an API key (its value is shown once)", request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn create_api_key(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -286,6 +300,7 @@ async fn create_api_key(
     Ok(response)
 }
 
+#[utoipa::path(delete, path = "/api/account/api-keys/{id}", tag = "accounts", summary = "Delete one of your API keys", params(("id" = String, Path, description = "The key id")), responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn delete_api_key(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -298,6 +313,7 @@ async fn delete_api_key(
     Ok(Json(json!({"success": true})).into_response())
 }
 
+#[utoipa::path(get, path = "/api/admin/invites", tag = "accounts", summary = "Invites, newest first", responses((status = 200, description = "OK", body = Object), (status = 401, description = "AdminUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AdminForbidden: owners and admins only", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn invites(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -321,6 +337,7 @@ struct NewInvite {
     expires_in_days: Option<i64>,
 }
 
+#[utoipa::path(post, path = "/api/admin/invites", tag = "accounts", summary = "Create an invite code", request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "AdminUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AdminForbidden: owners and admins only", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn create_invite(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -341,6 +358,7 @@ async fn create_invite(
     Ok(Json(view).into_response())
 }
 
+#[utoipa::path(delete, path = "/api/admin/invites/{id}", tag = "accounts", summary = "Revoke an unused invite", params(("id" = String, Path, description = "The invite id")), responses((status = 200, description = "OK", body = Object), (status = 401, description = "AdminUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AdminForbidden: owners and admins only", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn revoke_invite(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -367,6 +385,7 @@ struct AuditQuery {
     action: Option<String>,
 }
 
+#[utoipa::path(get, path = "/api/admin/audit-events", tag = "accounts", summary = "The audit log, newest first", params(("limit" = Option<u32>, Query, description = "At most this many (1-500, default 50)"), ("before" = Option<i64>, Query, description = "Events older than this id"), ("actor" = Option<String>, Query, description = "One user id"), ("kind" = Option<String>, Query, description = "`change` or `tool_call`"), ("action" = Option<String>, Query, description = "A part of the action")), responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "AdminUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AdminForbidden: owners and admins only", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn audit_events(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
