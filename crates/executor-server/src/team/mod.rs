@@ -166,12 +166,6 @@ fn is_public(path: &str, method: &Method) -> bool {
         )
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-}
-
 fn session_cookie_of(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
@@ -250,7 +244,7 @@ pub(crate) async fn front_door(
     let method = request.method().clone();
     let address = client_address(&request);
     request.extensions_mut().insert(ClientAddress(address));
-    let from_bearer = bearer(request.headers()).map(str::to_owned);
+    let from_bearer = crate::auth::bearer(request.headers()).map(str::to_owned);
     let from_cookie = session_cookie_of(request.headers());
     let (token, by_cookie) = match (from_bearer, from_cookie) {
         (Some(t), _) => (Some(t), false),

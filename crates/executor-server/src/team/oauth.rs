@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Team;
+use super::routes::signed_in;
 #[allow(unused_imports)]
 use crate::api_doc::schemas::*;
 use crate::error::ApiError;
@@ -304,12 +305,6 @@ async fn revoke(Extension(team): Extension<Team>, headers: HeaderMap, body: Byte
         Ok(()) => StatusCode::OK.into_response(),
         Err(e) => oauth_error(e),
     }
-}
-
-fn signed_in(identity: Option<Extension<Identity>>) -> Result<Identity, ApiError> {
-    identity
-        .map(|Extension(i)| i)
-        .ok_or(ApiError::Account(AccountError::Unauthorized))
 }
 
 #[utoipa::path(get, path = "/api/auth/mcp/requests/{id}", tag = "oauth-server", summary = "What an authorization request asks (the consent page)", params(("id" = String, Path, description = "The request id")), responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]

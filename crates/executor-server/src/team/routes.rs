@@ -98,7 +98,7 @@ fn audit_view(event: &AuditRecord) -> Value {
 }
 
 /// The signed-in person, or the answer for nobody.
-fn signed_in(identity: Option<Extension<Identity>>) -> Result<Identity, ApiError> {
+pub(super) fn signed_in(identity: Option<Extension<Identity>>) -> Result<Identity, ApiError> {
     identity
         .map(|Extension(i)| i)
         .ok_or(ApiError::Account(AccountError::Unauthorized))
@@ -186,7 +186,7 @@ async fn sign_in(
 
 #[utoipa::path(post, path = "/api/auth/sign-out", tag = "accounts", summary = "End this session and clear its cookie", security(()), responses((status = 200, description = "OK", body = Object), (status = 403, description = "InvalidOriginError: a cookie-signed write from another origin", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn sign_out(Extension(team): Extension<Team>, headers: axum::http::HeaderMap) -> ApiResult {
-    if let Some(token) = super::bearer(&headers)
+    if let Some(token) = crate::auth::bearer(&headers)
         .map(str::to_owned)
         .or_else(|| super::session_cookie_of(&headers))
     {

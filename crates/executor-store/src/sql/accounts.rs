@@ -18,6 +18,17 @@ const INVITE_COLS: &str = "id, tenant, code, role, label, created_by, created_at
      used_by, used_by_email, used_at";
 const GRANT_COLS: &str = "id, kind, tenant, code_hash, user_code, client_id, user_id, status, \
      data, created_at, expires_at, polled_at";
+/// A token and its user, the user's columns prefixed `u_` (their names overlap).
+const FIND_TOKEN: &str = "SELECT t.id AS id, t.token_hash AS token_hash, t.kind AS kind, \
+     t.tenant AS tenant, t.user_id AS user_id, t.name AS name, t.hint AS hint, \
+     t.client_id AS client_id, t.resource AS resource, t.scope AS scope, t.grant_id AS grant_id, \
+     t.created_at AS created_at, t.updated_at AS updated_at, t.last_used_at AS last_used_at, \
+     t.expires_at AS expires_at, t.used_at AS used_at, \
+     u.id AS u_id, u.tenant AS u_tenant, u.email AS u_email, u.name AS u_name, \
+     u.password_hash AS u_password_hash, u.role AS u_role, u.created_at AS u_created_at, \
+     u.updated_at AS u_updated_at \
+     FROM account_token t JOIN account_user u ON u.id = t.user_id AND u.tenant = t.tenant \
+     WHERE t.token_hash = ?";
 const AUDIT_COLS: &str = "id, tenant, at, kind, actor_id, actor_email, via, action, target, \
      before, after, outcome, detail";
 
@@ -172,6 +183,18 @@ impl SqlStore {
         .fetch_one(&mut **tx)
         .await?;
         Ok(row.try_get::<i64, _>("n")? > 0)
+    }
+
+    /// The grant whose unique `column` (`id`, `user_code`, `code_hash`) is `value`; read on
+    /// the writer, which just answered or polled it.
+    async fn grant_where(&self, column: &'static str, value: &str) -> Result<Option<GrantRecord>> {
+        let row = sqlx::query(self.backend.sql(format!(
+            "SELECT {GRANT_COLS} FROM account_grant WHERE {column} = ?"
+        )))
+        .bind(value)
+        .fetch_optional(&self.writer)
+        .await?;
+        row.map(|r| grant_from(&r)).transpose()
     }
 
     /// A transaction in which the tenant's members change one at a time (PostgreSQL: an
@@ -385,24 +408,11 @@ impl AccountStore for SqlStore {
     }
 
     async fn find_token(&self, token_hash: &str) -> Result<Option<(TokenRecord, UserRecord)>> {
-        let token_cols: String = TOKEN_COLS
-            .split(", ")
-            .map(|c| format!("t.{c} AS {c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let user_cols: String = USER_COLS
-            .split(", ")
-            .map(|c| format!("u.{c} AS u_{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let row = sqlx::query(self.backend.sql(format!(
-            "SELECT {token_cols}, {user_cols} FROM account_token t \
-             JOIN account_user u ON u.id = t.user_id AND u.tenant = t.tenant \
-             WHERE t.token_hash = ?"
-        )))
-        .bind(token_hash)
-        .fetch_optional(&self.reader)
-        .await?;
+        // Every signed-in request asks this: the statement is a constant, not rebuilt per call.
+        let row = sqlx::query(self.backend.sql(FIND_TOKEN))
+            .bind(token_hash)
+            .fetch_optional(&self.reader)
+            .await?;
         row.map(|r| Ok((token_from(&r)?, user_from(&r, "u_")?)))
             .transpose()
     }
@@ -604,33 +614,15 @@ impl AccountStore for SqlStore {
     }
 
     async fn get_grant(&self, id: &str) -> Result<Option<GrantRecord>> {
-        let row = sqlx::query(self.backend.sql(format!(
-            "SELECT {GRANT_COLS} FROM account_grant WHERE id = ?"
-        )))
-        .bind(id)
-        .fetch_optional(&self.writer)
-        .await?;
-        row.map(|r| grant_from(&r)).transpose()
+        self.grant_where("id", id).await
     }
 
     async fn get_grant_by_user_code(&self, user_code: &str) -> Result<Option<GrantRecord>> {
-        let row = sqlx::query(self.backend.sql(format!(
-            "SELECT {GRANT_COLS} FROM account_grant WHERE user_code = ?"
-        )))
-        .bind(user_code)
-        .fetch_optional(&self.writer)
-        .await?;
-        row.map(|r| grant_from(&r)).transpose()
+        self.grant_where("user_code", user_code).await
     }
 
     async fn get_grant_by_code(&self, code_hash: &str) -> Result<Option<GrantRecord>> {
-        let row = sqlx::query(self.backend.sql(format!(
-            "SELECT {GRANT_COLS} FROM account_grant WHERE code_hash = ?"
-        )))
-        .bind(code_hash)
-        .fetch_optional(&self.writer)
-        .await?;
-        row.map(|r| grant_from(&r)).transpose()
+        self.grant_where("code_hash", code_hash).await
     }
 
     async fn answer_grant(
