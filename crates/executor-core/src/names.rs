@@ -70,11 +70,31 @@ fn is_word_char(c: char) -> bool {
 /// (`connection123`). `None` when no word is left (`""`, `".."`, `"🎉"`): the caller refuses
 /// the name with [`CONNECTION_NAME_RULE`] rather than inventing one, which two different inputs
 /// would share.
+///
+/// A camelCase boundary inside a run separates words too (`myWorkKey` → `my`, `Work`, `Key`;
+/// `HTTPServer` → `HTTP`, `Server`), so a normalised name normalises to itself: typing the name
+/// the server answered finds the same connection rather than making `myworkkey` beside
+/// `myWorkKey` (issue #39).
 pub fn normalize_connection_name(input: &str) -> Option<String> {
+    // One pass is its own fixed point but for rare joins (a one-letter capital word after
+    // another, `"À aA"` → `àAA`, read again as `à` `AA`; case maps that change length, `İ`):
+    // a few more passes settle those, so what this answers always normalises to itself.
+    let mut name = normalize_once(input)?;
+    for _ in 0..8 {
+        let again = normalize_once(&name)?;
+        if again == name {
+            break;
+        }
+        name = again;
+    }
+    Some(name)
+}
+
+fn normalize_once(input: &str) -> Option<String> {
     let mut out = String::new();
     for (i, word) in input
         .split(|c: char| !is_word_char(c))
-        .filter(|w| !w.is_empty())
+        .flat_map(camel_words)
         .enumerate()
     {
         let lower = word.to_lowercase();
@@ -99,6 +119,30 @@ pub fn normalize_connection_name(input: &str) -> Option<String> {
             .unwrap_or_default();
         Some(format!("connection{head}{}", chars.as_str()))
     }
+}
+
+/// The camelCase words of one run of word characters: a new word starts at an upper-case
+/// letter after anything but an upper-case one (`myKey`, `v2Api`, a mark), and at the last upper-case
+/// letter of a capital run that a lower-case letter follows (`HTTPServer` → `HTTP` `Server`).
+/// Scripts without case have no boundary inside a run.
+fn camel_words(run: &str) -> impl Iterator<Item = &str> {
+    let chars: Vec<(usize, char)> = run.char_indices().collect();
+    let mut starts = vec![0];
+    for i in 1..chars.len() {
+        let (at, c) = chars[i];
+        let prev = chars[i - 1].1;
+        let next_lower = chars.get(i + 1).is_some_and(|&(_, n)| n.is_lowercase());
+        let boundary = c.is_uppercase() && (!prev.is_uppercase() || next_lower);
+        if boundary {
+            starts.push(at);
+        }
+    }
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain([run.len()]).collect();
+    starts
+        .into_iter()
+        .zip(ends)
+        .map(move |(a, b)| &run[a..b])
+        .filter(|w| !w.is_empty())
 }
 
 #[cfg(test)]
@@ -131,6 +175,40 @@ mod tests {
         assert_eq!(n("9 lives").as_deref(), Some("connection9Lives"));
         assert_eq!(n("MAIN key").as_deref(), Some("mainKey"));
         assert_eq!(n("my_key").as_deref(), Some("myKey"));
+    }
+
+    /// Issue #39: `"myWorkKey"` became `myworkkey`, a second connection beside the
+    /// `myWorkKey` that `"My Work Key"` had made.
+    #[test]
+    fn connection_names_normalise_to_themselves() {
+        let n = |s: &str| normalize_connection_name(s);
+        assert_eq!(n("myWorkKey").as_deref(), Some("myWorkKey"));
+        assert_eq!(n("myWorkKey"), n("My Work Key"));
+        assert_eq!(n("HTTPServer").as_deref(), Some("httpServer"));
+        assert_eq!(n("githubAPIKey").as_deref(), Some("githubApiKey"));
+        assert_eq!(n("v2Api").as_deref(), Some("v2Api"));
+        assert_eq!(n("MAIN").as_deref(), Some("main"));
+        for input in [
+            "My Work Key",
+            "myWorkKey",
+            "HTTPServer",
+            "githubAPIKey",
+            "MAIN key",
+            "9 lives",
+            "123",
+            "Équipe Paris",
+            "командаДва",
+            "チーム",
+            "x²",
+            "a-b",
+            "Ⅻ legion",
+            "١٢٣",
+            "ǅemal",
+            "ABC123def",
+        ] {
+            let once = n_ok(input);
+            assert_eq!(n_ok(&once), once, "{input:?}");
+        }
     }
 
     /// Issue #17: names of other scripts were dropped to `connection`, so they all collided.
