@@ -485,3 +485,66 @@ async fn a_toolkit_endpoint_binds_its_sessions_and_lists_only_what_it_grants() {
         assert_eq!(answer["error"]["code"], -32001, "{path}: {answer}");
     }
 }
+
+/// Issue #39: inside a toolkit, "did you mean" listed tools it does not grant, and a tool
+/// outside it answered "blocked" where a missing one answered "not found", so an agent could
+/// tell which tools exist beyond its toolkit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toolkit_answers_alike_for_tools_beyond_it_whether_they_exist_or_not() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "fx").await;
+    connect(&h, "org", "other").await;
+    let kit = create_toolkit(&h, "org", "Support").await;
+    grant(&h, &kit, "fx.org.main.*").await;
+    let support = in_toolkit(&h, "support");
+
+    let existing = call(&h, &support, "tools.fx.org.other.get_workspace").await;
+    let missing = call(&h, &support, "tools.fx.org.other.no_such_tool").await;
+    let no_connection = call(&h, &support, "tools.fx.org.nowhere.get_workspace").await;
+    for refused in [&existing, &missing, &no_connection] {
+        assert_eq!(code_of(refused), "tool_blocked", "{refused}");
+        assert_eq!(
+            refused["error"]["details"]["reason"], "not_granted",
+            "{refused}"
+        );
+        assert!(
+            refused["error"]["details"].get("suggestions").is_none(),
+            "{refused}"
+        );
+    }
+    let shape = |v: &Value, path: &str| {
+        let mut e = v["error"].clone();
+        e["message"] = json!(e["message"].as_str().unwrap().replace(path, "<path>"));
+        e["details"]["path"] = json!("<path>");
+        e
+    };
+    assert_eq!(
+        shape(&existing, "fx.org.other.get_workspace"),
+        shape(&missing, "fx.org.other.no_such_tool")
+    );
+
+    // A missing tool of a granted connection suggests only granted tools.
+    let typo = call(&h, &support, "tools.fx.org.main.get_worksp").await;
+    assert_eq!(code_of(&typo), "tool_not_found", "{typo}");
+    let suggested = typo["error"]["details"]["suggestions"].as_array().unwrap();
+    assert!(!suggested.is_empty(), "{typo}");
+    assert!(
+        suggested
+            .iter()
+            .all(|s| s.as_str().unwrap().starts_with("fx.org.main.")),
+        "{typo}"
+    );
+
+    // A tool the toolkit blocks by a rule is not suggested either.
+    rule(&h, &kit, "fx.org.main.get_workspace", "block").await;
+    let typo = call(&h, &support, "tools.fx.org.main.get_worksp").await;
+    let suggested = typo["error"]["details"]["suggestions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        suggested.iter().all(|s| s != "fx.org.main.get_workspace"),
+        "{typo}"
+    );
+}

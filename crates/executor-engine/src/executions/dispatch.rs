@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use executor_core::policy::{Decision, PolicyAction, PolicySet};
+use executor_core::policy::{Decision, NotGranted, PolicyAction, PolicySet};
 use executor_core::{ToolAddress, ToolError, ToolOutcome};
 use executor_mcp::ExecutionScope;
 use executor_sandbox::{HostCalls, HostReply};
@@ -220,13 +220,22 @@ pub(crate) async fn dispatch(
         let suggestions = engine.suggestions(caller, leaf, None).await;
         return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
     };
+    let set = match engine.policy_set(caller).await {
+        Ok(set) => set,
+        Err(e) => return HostReply::Reject(internal_tool_error(&e.to_string())),
+    };
+    // Outside a toolkit's grant a tool is refused before it is looked up, so the answer is the
+    // same whether it exists or not: a toolkit's agent learns nothing of the tools beyond it.
+    if let Decision::NotGranted { reason } = set.resolve(&address.path(), false) {
+        return HostReply::Resolve(ToolOutcome::Err(not_granted(&path, reason)).to_json());
+    }
     let tool = match crate::catalog::tool_cache::get(&inner, caller, &address).await {
         Ok(Some(tool)) => tool,
         Ok(None) => {
             if let Some(refused) = refused_at_sync(&inner, caller, &address).await {
                 return HostReply::Resolve(ToolOutcome::Err(refused).to_json());
             }
-            let suggestions = suggestions(&inner, caller, &address).await;
+            let suggestions = suggestions(&inner, caller, &set, &address).await;
             return HostReply::Resolve(tool_not_found(&path, suggestions).to_json());
         }
         Err(e) => return HostReply::Reject(internal_tool_error(&e.to_string())),
@@ -500,24 +509,16 @@ impl Gate<'_> {
         let head = match (&decision, decision.action()) {
             (_, PolicyAction::Approve) if self.approve_covers(&set) => return Ok(()),
             (_, PolicyAction::Block) => {
-                let (message, details) = match &decision {
-                    Decision::NotGranted { reason } => (
-                        format!("Tool blocked: this toolkit does not grant {}", self.path),
-                        json!({ "path": self.path, "reason": reason.as_str() }),
-                    ),
-                    _ => (
+                let refusal = match &decision {
+                    Decision::NotGranted { reason } => not_granted(self.path, *reason),
+                    _ => ToolError::new(
+                        "tool_blocked",
                         format!("Tool blocked by policy: {}", self.path),
-                        json!({ "path": self.path, "pattern": decision.pattern() }),
-                    ),
-                };
-                return Err(HostReply::Resolve(
-                    ToolOutcome::Err(
-                        ToolError::new("tool_blocked", message)
-                            .with_retryable(false)
-                            .with_details(details),
                     )
-                    .to_json(),
-                ));
+                    .with_retryable(false)
+                    .with_details(json!({ "path": self.path, "pattern": decision.pattern() })),
+                };
+                return Err(HostReply::Resolve(ToolOutcome::Err(refusal).to_json()));
             }
             _ if ctx.auto_approve && !self.needs_person => return Ok(()),
             _ if self.needs_person => format!(
@@ -622,18 +623,35 @@ fn tool_not_found(path: &str, suggestions: Vec<String>) -> ToolOutcome {
     )
 }
 
+/// A toolkit's refusal of a tool it does not grant, worded the same for any path.
+fn not_granted(path: &str, reason: NotGranted) -> ToolError {
+    ToolError::new(
+        "tool_blocked",
+        format!("Tool blocked: this toolkit does not grant {path}"),
+    )
+    .with_retryable(false)
+    .with_details(json!({ "path": path, "reason": reason.as_str() }))
+}
+
 /// Up to five tools of the same connection whose name or description mentions the leaf, else
-/// the connection's first five.
-async fn suggestions(inner: &Inner, caller: &Caller, address: &ToolAddress) -> Vec<String> {
+/// the connection's first five; only tools the caller's policies let it see (a toolkit's
+/// grant, no blocked tool), as in search.
+async fn suggestions(
+    inner: &Inner,
+    caller: &Caller,
+    set: &PolicySet,
+    address: &ToolAddress,
+) -> Vec<String> {
     let filter = ToolFilter {
         integration: Some(address.integration.clone()),
         owner: Some(address.owner),
         connection: Some(address.connection.clone()),
         query: None,
     };
-    let Ok(tools) = inner.store.list_tools(caller.scope(), &filter).await else {
+    let Ok(mut tools) = inner.store.list_tools(caller.scope(), &filter).await else {
         return Vec::new();
     };
+    tools.retain(|t| set.resolve(&t.address().path(), false).action() != PolicyAction::Block);
     let leaf = address
         .tool
         .rsplit('.')
