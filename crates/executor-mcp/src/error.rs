@@ -29,6 +29,8 @@ pub enum McpError {
     Call {
         message: String,
         http_status: Option<u16>,
+        /// What went wrong, as far as the answer tells.
+        failure: CallFailure,
     },
     /// The server answered `tools/call` with a JSON-RPC error (e.g. -32602 "Unknown tool: x").
     /// The session itself is healthy. Map with [`crate::error_to_outcome`].
@@ -53,6 +55,16 @@ pub enum McpError {
     /// had (`message` says why): the state earlier calls set there is gone.
     #[error("the downstream MCP session of {label} was lost: {message}")]
     SessionLost { label: String, message: String },
+}
+
+/// How a `tools/call` failed when the server gave no JSON-RPC answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallFailure {
+    /// The connection dropped or was refused before an answer came (reset, closed, EOF).
+    ConnectionLost,
+    /// An answer came that is not MCP: a truncated or non-JSON body, JSON that is no
+    /// JSON-RPC answer, an unexpected content type or HTTP status.
+    Protocol,
 }
 
 impl McpError {
@@ -128,6 +140,35 @@ pub fn challenge_param(challenge: &str, name: &str) -> Option<String> {
         });
     }
     None
+}
+
+/// Whether the connection went away before any answer began: a reset, an abort, a broken
+/// pipe, or hyper's "closed before a message completed" (no response head at all). A body cut
+/// short after its head is a broken answer, not this.
+fn connection_lost(err: &(dyn StdError + 'static)) -> bool {
+    use std::io::ErrorKind::*;
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
+    for _ in 0..32 {
+        let Some(e) = cur else { break };
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe)
+        {
+            return true;
+        }
+        if let Some(h) = e.downcast_ref::<hyper::Error>()
+            && h.is_incomplete_message()
+        {
+            return true;
+        }
+        // rmcp's transport error does not chain to its client's error: step in by hand.
+        if let Some(StreamableHttpError::Client(inner)) =
+            e.downcast_ref::<StreamableHttpError<UpstreamHttpError>>()
+        {
+            return connection_lost(inner);
+        }
+        cur = e.source();
+    }
+    false
 }
 
 fn io_reason(kind: std::io::ErrorKind) -> Option<&'static str> {
@@ -436,10 +477,21 @@ pub(crate) fn call_error(endpoint: &str, err: &ServiceError) -> (McpError, Diagn
         return (insufficient_scope("call", endpoint, required_scope), d);
     }
     let message = describe(endpoint, &d, &format!("tools/call failed: {err}"));
+    let failure = if d.status.is_none()
+        && d.not_mcp.is_none()
+        && (d.unreachable.is_some()
+            || matches!(err, ServiceError::TransportClosed)
+            || connection_lost(err))
+    {
+        CallFailure::ConnectionLost
+    } else {
+        CallFailure::Protocol
+    };
     (
         McpError::Call {
             message,
             http_status: d.status,
+            failure,
         },
         d,
     )

@@ -33,7 +33,7 @@ pub mod testing;
 
 pub use discovery::{DiscoveredTool, Discovery, ProbeResult, map_tools};
 pub use elicit::{ElicitAction, ElicitAnswer, Elicitation, Elicitor, Sampler, SamplingError};
-pub use error::{McpError, challenge_param};
+pub use error::{CallFailure, McpError, challenge_param};
 pub use outcome::{call_result_to_outcome, error_to_outcome, is_unknown_tool_message};
 pub use pool::{ExecutionScope, McpClient, McpClientConfig};
 pub use reattach::SessionRecord;

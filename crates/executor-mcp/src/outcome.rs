@@ -156,6 +156,7 @@ mod tests {
             &McpError::Call {
                 message: "denied".into(),
                 http_status: Some(401),
+                failure: crate::CallFailure::Protocol,
             },
         ));
         assert_eq!(e.code, "connection_rejected");

@@ -24,7 +24,9 @@ use executor_core::auth::{
     AuthMethod, AuthMethodInput, Carrier, Rendered, assign_auth_slugs, parse_auth_method_input,
 };
 use executor_core::{ToolAddress, ToolError, ToolOutcome, slugify};
-use executor_mcp::{McpError, RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target};
+use executor_mcp::{
+    CallFailure, McpError, RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target,
+};
 use executor_sandbox::HostReply;
 use executor_store::{ConnectionKey, IntegrationRecord, ToolRecord};
 use serde::{Deserialize, Serialize};
@@ -775,7 +777,9 @@ pub(crate) async fn call(
 /// The failures of a downstream call the agent sees as values (spec §6 "Error mapping"):
 /// HTTP 401/403 at the handshake or the call → `connection_rejected`, a 403 whose challenge
 /// says `insufficient_scope` → `oauth_scope_insufficient`, any other failure to connect →
-/// `connection_rejected` with its message, an unknown-tool rejection → `mcp_tool_unknown`.
+/// `connection_rejected` with its message, an unknown-tool rejection → `mcp_tool_unknown`, any
+/// other JSON-RPC error → `mcp_rpc_error`, a connection lost mid-call →
+/// `upstream_connection_reset`, an answer that is not MCP → `upstream_protocol_error`.
 /// `None`: an infrastructure defect (opaque in the sandbox).
 pub(crate) fn call_error_outcome(
     tool_id: &str,
@@ -794,6 +798,7 @@ pub(crate) fn call_error_outcome(
         | McpError::Call {
             http_status: Some(status @ (401 | 403)),
             message,
+            ..
         } => Some(ToolOutcome::Err(super::rejected(
             integration,
             *status,
@@ -823,10 +828,38 @@ pub(crate) fn call_error_outcome(
             .with_retryable(false)
             .with_details(serde_json::json!({"integration": integration, "connection": label})),
         )),
-        McpError::Rpc { .. } => {
-            let outcome = executor_mcp::error_to_outcome(tool_id, e);
-            matches!(&outcome, ToolOutcome::Err(err) if err.code == "mcp_tool_unknown")
-                .then_some(outcome)
+        // A JSON-RPC error is the server's answer: the agent's to handle.
+        McpError::Rpc { .. } => Some(executor_mcp::error_to_outcome(tool_id, e)),
+        // A broken answer is the upstream's fault, not ours (issue #39): a value with a code.
+        // The message names no endpoint (its query may hold a credential).
+        McpError::Call {
+            http_status,
+            failure,
+            ..
+        } => {
+            let (code, message, retryable) = match failure {
+                CallFailure::ConnectionLost => (
+                    "upstream_connection_reset",
+                    format!("The MCP server of {integration} dropped the connection before it answered the call."),
+                    true,
+                ),
+                CallFailure::Protocol => (
+                    "upstream_protocol_error",
+                    match http_status {
+                        Some(status) => format!("The MCP server of {integration} answered the call with HTTP {status} and no MCP answer."),
+                        None => format!("The MCP server of {integration} answered the call with something that is not an MCP answer (a truncated or malformed body)."),
+                    },
+                    false,
+                ),
+            };
+            Some(ToolOutcome::Err(
+                ToolError::new(code, message)
+                    .with_retryable(retryable)
+                    .with_details(serde_json::json!({
+                        "integration": integration,
+                        "httpStatus": http_status,
+                    })),
+            ))
         }
         _ => None,
     }
