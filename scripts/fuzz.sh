@@ -13,7 +13,7 @@ export RUSTC_BOOTSTRAP=1
 # Seeds: the inputs that broke the server (issue #17), so every run starts from them.
 seeds="$(mktemp -d)"
 trap 'rm -rf "$seeds"' EXIT
-mkdir -p "$seeds"/{prepare,openapi_spec,graphql_select,schema_ts}
+mkdir -p "$seeds"/{prepare,prepare_nesting,openapi_spec,graphql_select,schema_ts}
 python3 - "$seeds" <<'PY'
 import json, sys
 root = sys.argv[1]
@@ -23,6 +23,15 @@ def put(target, name, text):
 put("prepare", "open-brackets", "return " + "[" * 178_000)
 put("prepare", "open-parens", "return " + "(" * 255_000)
 put("prepare", "closed-brackets", "return " + "[" * 60_000 + "1" + "]" * 60_000)
+put("prepare", "nested-blocks", "{" * 120_000 + "}" * 120_000)
+put("prepare", "if-chain", "if (1) " * 36_000 + ";")
+# prepare_nesting: byte pairs (shape, repeat/64): every shape 16,000 levels deep, then a mix.
+def put_bytes(target, name, data):
+    with open(f"{root}/{target}/{name}", "wb") as f:
+        f.write(data)
+for shape in range(38):
+    put_bytes("prepare_nesting", f"shape-{shape}", bytes([shape, 250]))
+put_bytes("prepare_nesting", "mix", b"".join(bytes([s, 20]) for s in range(38)))
 put("prepare", "typescript", "interface A { x: number }\nconst a = {x: 1} as A;\nreturn a.x;")
 put("openapi_spec", "flow-bomb", "openapi: 3.0.0\npaths: " + "[" * 140_000)
 put("openapi_spec", "json-bomb", '{"openapi": ' + "[" * 140_000)
@@ -36,7 +45,7 @@ put("schema_ts", "refs", json.dumps({"type": "object", "properties": {"a": {"$re
 PY
 
 cargo fuzz build -s none
-for target in prepare openapi_spec graphql_select schema_ts; do
+for target in prepare prepare_nesting openapi_spec graphql_select schema_ts; do
   corpus="corpus/$target"
   mkdir -p "$corpus"
   echo "== fuzz $target (${secs}s)"

@@ -357,6 +357,10 @@ fn strip_types(wrapped: &str) -> Result<(String, JsTokens, u32), OxcDiagnostic> 
     let out = Codegen::new()
         .with_options(CodegenOptions {
             source_map_path: Some(PathBuf::from("agent.ts")),
+            // No indentation: each line was indented by its depth, so the output grew with the
+            // square of the nesting (48,000 levels made one 3.1 GB allocation, issue #39).
+            // Positions reach the agent through the source map, never the generated text.
+            indent_width: 0,
             ..CodegenOptions::default()
         })
         .build(&program);
