@@ -97,13 +97,25 @@ pub enum EngineError {
     /// A team member without an admin role tried to change the workspace (spec #1919).
     #[error("{message}")]
     OrgWriteDenied { message: String },
+    /// The database does not answer (it is down or every connection is busy): retry later.
+    #[error("The database does not answer; try again in {retry_after_secs} s.")]
+    Unavailable { retry_after_secs: u64 },
     /// A defect or storage failure. The message is for logs only, never for callers.
     #[error("internal error: {0}")]
     Internal(String),
 }
 
+/// What a request refused for an unavailable database is told to wait.
+pub(crate) const DATABASE_RETRY_AFTER_SECS: u64 = 2;
+
 impl From<executor_store::StoreError> for EngineError {
     fn from(e: executor_store::StoreError) -> Self {
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "the database did not answer");
+            return EngineError::Unavailable {
+                retry_after_secs: DATABASE_RETRY_AFTER_SECS,
+            };
+        }
         EngineError::Internal(format!("store: {e}"))
     }
 }

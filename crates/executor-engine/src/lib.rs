@@ -8,6 +8,7 @@ mod caller;
 mod catalog;
 mod core_tools;
 mod credentials;
+mod database;
 mod error;
 mod executions;
 mod kinds;
@@ -216,6 +217,8 @@ pub(crate) struct Inner {
     pub(crate) oauth_refresh: credentials::oauth::RefreshLocks,
     /// Other processes (replicas) write this database too (the store announces their writes).
     pub(crate) shares_database: bool,
+    /// Whether that shared database answers now.
+    pub(crate) database: database::DatabaseState,
     /// Callback results awaiting `GET /api/oauth/await/:sessionId`.
     pub(crate) oauth_results: credentials::oauth::CallbackResults,
     /// The configured web base URL, else the HTTP server's address (set once it listens).
@@ -272,6 +275,7 @@ impl Engine {
         let providers = credentials::providers::Providers::new(store.clone(), &config.providers);
         let inner = Arc::new(Inner {
             shares_database: store.catalog_changes().is_some(),
+            database: database::DatabaseState::default(),
             store,
             audit: Arc::default(),
             providers,
@@ -323,6 +327,7 @@ impl Engine {
         catalog::watch_list_changed(&inner);
         catalog::follow_other_replicas(&inner);
         executions::spawn_sweeper(&inner);
+        database::watch(&inner);
         Engine { inner }
     }
 
@@ -361,6 +366,12 @@ impl Engine {
     /// Whether other processes (replicas) share this engine's database.
     pub fn shares_database(&self) -> bool {
         self.inner.shares_database
+    }
+
+    /// Whether the database answered its last probe (always, for a database this process
+    /// owns): the readiness view, and what the server checks before it serves a request.
+    pub fn database_ready(&self) -> bool {
+        self.inner.database.ready()
     }
 
     /// Live downstream MCP sessions (pooled or leased).

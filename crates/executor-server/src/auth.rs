@@ -39,7 +39,10 @@ impl Gate {
 
 /// Paths that never need the token.
 fn is_public(path: &str, method: &Method) -> bool {
-    ((path == "/api/health" || path == "/api/openapi.json" || path == "/api/docs")
+    ((path == "/api/health"
+        || path == "/api/health/ready"
+        || path == "/api/openapi.json"
+        || path == "/api/docs")
         && method == Method::GET)
         || path.starts_with("/api/oauth/callback")
         || (path.starts_with("/api/oauth/client-id-metadata") && method == Method::GET)

@@ -199,8 +199,21 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
                 "retryAfterSeconds": retry_after_secs,
             }),
         ),
+        E::Unavailable { retry_after_secs } => database_unavailable(retry_after_secs),
         E::Internal(cause) => internal(&cause),
     }
+}
+
+/// 503 `DatabaseUnavailableError`: the database does not answer; nothing was done.
+pub(crate) fn database_unavailable(retry_after_secs: u64) -> (StatusCode, Value) {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        json!({
+            "_tag": "DatabaseUnavailableError",
+            "message": format!("The database does not answer, so nothing was done. Try again in {retry_after_secs} s."),
+            "retryAfterSeconds": retry_after_secs,
+        }),
+    )
 }
 
 fn account_parts(e: executor_accounts::AccountError) -> (StatusCode, Value) {

@@ -78,6 +78,7 @@ pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToke
         &config.allowed_hosts,
         caller.clone(),
     );
+    let engine_for_gate = engine.clone();
     routes::router(engine.clone(), axum::Router::new())
         .merge(mcp::router(
             engine,
@@ -89,6 +90,10 @@ pub fn app_with(engine: Engine, config: &ServeConfig, shutdown: CancellationToke
         .layer(axum::Extension(ServerInfo {
             data_dir: config.data_dir.clone(),
         }))
+        .layer(axum::middleware::from_fn_with_state(
+            engine_for_gate,
+            routes::database_gate,
+        ))
         .layer(axum::middleware::from_fn_with_state(gate, auth::middleware))
         .layer(axum::middleware::map_response(no_framing))
 }
@@ -103,6 +108,7 @@ fn team_app(
     shutdown: CancellationToken,
 ) -> Router {
     let team = team::Team::new(accounts, engine.clone());
+    let engine_for_gate = engine.clone();
     let mut hosts = config.allowed_hosts.clone();
     hosts.extend(team.host());
     routes::router(engine.clone(), team::api_router())
@@ -117,6 +123,10 @@ fn team_app(
         .layer(axum::Extension(ServerInfo {
             data_dir: config.data_dir.clone(),
         }))
+        .layer(axum::middleware::from_fn_with_state(
+            engine_for_gate,
+            routes::database_gate,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             team.clone(),
             team::audit_changes,

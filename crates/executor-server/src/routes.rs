@@ -29,6 +29,7 @@ type ApiResult = Result<Response, ApiError>;
 pub(crate) fn router(engine: Engine, extra: Router<Engine>) -> Router {
     let api = Router::new()
         .route("/health", get(health))
+        .route("/health/ready", get(readiness))
         .route("/openapi.json", get(crate::api_doc::openapi_json))
         .route("/docs", get(crate::api_doc::docs_page))
         .route("/server", get(server_info))
@@ -151,6 +152,43 @@ async fn not_found() -> Response {
 #[utoipa::path(get, path = "/api/health", tag = "meta", summary = "Whether the server is up", responses((status = 200, description = "`ok`", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)), security(()))]
 async fn health() -> Response {
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "ok").into_response()
+}
+
+/// Beyond the original: readiness, for load balancers and operators. `/api/health` says the
+/// process is up; this says whether it can serve (its database answers).
+#[utoipa::path(get, path = "/api/health/ready", tag = "meta", summary = "Whether the server can serve: its database answers", responses((status = 200, description = "Ready", body = ReadinessBody), (status = 503, description = "The database does not answer (`database: unavailable`); retry after the Retry-After header", body = ReadinessBody)), security(()))]
+async fn readiness(State(engine): State<Engine>) -> Response {
+    if engine.database_ready() {
+        Json(json!({"database": "ok"})).into_response()
+    } else {
+        let mut response = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"database": "unavailable"})),
+        )
+            .into_response();
+        response.headers_mut().insert(header::RETRY_AFTER, 2.into());
+        response
+    }
+}
+
+/// While the database does not answer, every request that would need it answers 503 at once
+/// (it waited for a connection and then answered 500, issue #39). Health, readiness and the
+/// console's files are served as ever.
+pub(crate) async fn database_gate(
+    State(engine): State<Engine>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = request.uri().path();
+    let needs_database = (path.starts_with("/api/") || path == "/mcp" || path.starts_with("/mcp/"))
+        && !path.starts_with("/api/health");
+    if needs_database && !engine.database_ready() {
+        return ApiError::Engine(executor_engine::EngineError::Unavailable {
+            retry_after_secs: 2,
+        })
+        .into_response();
+    }
+    next.run(request).await
 }
 
 // ---- integrations -----------------------------------------------------------------------

@@ -319,6 +319,29 @@ pub enum StoreError {
     Json(#[from] serde_json::Error),
 }
 
+impl StoreError {
+    /// Whether the database could not be reached (it is down, restarting, or every connection
+    /// is busy past the acquire timeout): the request may succeed later, so it is a 503 with
+    /// `Retry-After`, not a defect.
+    pub fn is_unavailable(&self) -> bool {
+        let StoreError::Database(e) = self else {
+            return false;
+        };
+        match e {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed => true,
+            // PostgreSQL's connection exceptions (08xxx) and shutdowns (57P01-57P03).
+            sqlx::Error::Database(db) => db
+                .code()
+                .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03")),
+            _ => false,
+        }
+    }
+}
+
 fn locked_message(path: &std::path::Path, holder_hint: Option<&str>) -> String {
     let holder = match holder_hint {
         Some(hint) => format!("another executor server ({hint})"),
@@ -399,6 +422,12 @@ pub trait Store: ExecutionStore + ToolkitStore + AccountStore + Send + Sync + 's
     /// lock, which passes to another replica when its holder goes away.
     async fn lead_background(&self) -> bool {
         true
+    }
+
+    /// Whether the database answers a trivial query within `timeout` (the readiness probe).
+    async fn ping(&self, timeout: std::time::Duration) -> Result<()> {
+        let _ = timeout;
+        Ok(())
     }
 
     /// Holds other processes' refreshes of this connection's OAuth tokens off until the lock is

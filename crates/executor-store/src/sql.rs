@@ -695,6 +695,13 @@ impl Store for SqlStore {
         self.changes.as_ref().map(postgres::Changes::subscribe)
     }
 
+    async fn ping(&self, timeout: Duration) -> Result<()> {
+        match tokio::time::timeout(timeout, sqlx::query("SELECT 1").execute(&self.reader)).await {
+            Ok(done) => done.map(|_| ()).map_err(StoreError::from),
+            Err(_) => Err(StoreError::Database(sqlx::Error::PoolTimedOut)),
+        }
+    }
+
     async fn lead_background(&self) -> bool {
         match &self.leader {
             Some(leader) => leader.lead().await,

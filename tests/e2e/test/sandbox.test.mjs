@@ -4,6 +4,8 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { serveMcpServer } from "../lib/fixture.mjs";
 import { startExecutor, addMcpIntegration, show } from "../lib/executor.mjs";
+import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 
 let ex; // default limits
 let fast; // --execution-timeout 1s
@@ -159,4 +161,37 @@ test("`while(true){}` times out (--execution-timeout 1s) while the server keeps 
   assert.match(r.body.text, /time|interrupt/i, show(r.body));
   assert.ok(loopMs < 10_000, `the runaway script was stopped after ${loopMs} ms (timeout 1 s)`);
   assert.ok(otherDone < loopMs, `\`return 2\` finished (${otherDone} ms) before the loop was stopped (${loopMs} ms)`);
+});
+
+// Issue #39: 48,000 nested blocks (96 KB) made the server one 3.1 GB allocation and abort;
+// 125,000 grew it to 20 GB. Each nesting shape at the size cap now answers, the server's
+// memory stays bounded, and it goes on serving.
+test("code nested as deep as the size cap allows answers and leaves the server well", async () => {
+  const cap = 256 * 1024 - 64;
+  const nest = (open, middle, close) => {
+    const n = Math.floor((cap - middle.length) / (open.length + close.length));
+    return open.repeat(n) + middle + close.repeat(n);
+  };
+  const rssKiB = () => {
+    const status = readFileSync(`/proc/${ex.child.pid}/status`, "utf8");
+    return Number(/VmHWM:\s+(\d+)/.exec(status)[1]);
+  };
+  const shapes = [
+    nest("{", "", "}"),
+    nest("if (1) ", "return 1;", ""),
+    nest("class A { m() {", "", "} }"),
+    nest("function f() {", "", "}"),
+    nest("({ a: ", "1", " })"),
+    nest("() => ", "1", ""),
+    "type T = " + nest("Array<", "number", ">") + ";",
+  ];
+  for (const code of shapes) {
+    const r = await ex.execute(code, { timeoutMs: 60_000 });
+    assert.equal(r.status, 200, `${code.slice(0, 40)}… → ${r.status}: ${r.text.slice(0, 500)}\n${ex.logs(1500)}`);
+  }
+  assert.ok(ex.exited && (await Promise.race([ex.exited.then(() => "exited"), sleep(10, "alive")])) === "alive");
+  // The high-water mark of the server's RSS: far from the gigabytes of before.
+  assert.ok(rssKiB() < 1024 * 1024, `peak RSS ${rssKiB()} KiB`);
+  const again = await run(ex, "return 1");
+  assert.equal(again.structured.result, 1);
 });

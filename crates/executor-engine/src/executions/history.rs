@@ -13,6 +13,9 @@ use tokio::sync::{Notify, mpsc, oneshot};
 const WINDOW: Duration = Duration::from_millis(50);
 /// Most rows in one transaction.
 const MAX_BATCH: usize = 512;
+/// How often, and how far apart, a batch is tried again while the database does not answer.
+const UNAVAILABLE_RETRIES: u32 = 30;
+const UNAVAILABLE_PAUSE: Duration = Duration::from_secs(1);
 
 /// An execution and its journal.
 type Saved = (ExecutionRecord, Vec<ExecutionCallRecord>);
@@ -83,8 +86,21 @@ async fn run(mut rx: mpsc::UnboundedReceiver<Msg>, hurry: Arc<Notify>, store: Ar
             }
         }
         for (scope, rows) in by_scope(batch) {
-            if let Err(e) = store.save_executions(&scope, &rows).await {
-                tracing::error!(error = %e, count = rows.len(), "could not record executions in the history");
+            // An execution that settled while the database went away is written when it is
+            // back (for a while): its id was handed out, so it must be found later.
+            let mut attempts = 0;
+            loop {
+                match store.save_executions(&scope, &rows).await {
+                    Ok(()) => break,
+                    Err(e) if e.is_unavailable() && attempts < UNAVAILABLE_RETRIES => {
+                        attempts += 1;
+                        tokio::time::sleep(UNAVAILABLE_PAUSE).await;
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, count = rows.len(), "could not record executions in the history");
+                        break;
+                    }
+                }
             }
         }
         for ack in acks {

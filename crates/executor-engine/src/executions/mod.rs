@@ -427,6 +427,8 @@ impl Engine {
         auto_approve: bool,
         agent: AgentLink,
     ) -> EngineResult<(String, ExecutionOutcome)> {
+        // No id for an execution whose history the database cannot take.
+        self.inner.database.check()?;
         let admitted = self.inner.admission.admit(&self.inner.sandbox).await?;
         let id = format!("exec_{}", uuid::Uuid::now_v7());
         let journal = Journal::fresh(id.clone(), caller.clone(), code, auto_approve);

@@ -29,7 +29,7 @@ use crate::{
     security(("bearer" = [])),
     paths(
         openapi_json, docs_page,
-        routes::health, routes::server_info,
+        routes::health, routes::readiness, routes::server_info,
         routes::list_integrations, routes::get_integration, routes::patch_integration, routes::remove_integration,
         routes::list_connections, routes::create_connection, routes::get_connection, routes::patch_connection,
         routes::remove_connection, routes::refresh_connection,

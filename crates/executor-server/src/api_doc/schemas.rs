@@ -89,6 +89,13 @@ pub(crate) struct ServerInfoBody {
 }
 
 #[derive(ToSchema)]
+#[schema(as = Readiness)]
+pub(crate) struct ReadinessBody {
+    /// `ok`, or `unavailable` while the database does not answer (then the status is 503).
+    database: String,
+}
+
+#[derive(ToSchema)]
 pub(crate) struct Removed {
     removed: bool,
 }

@@ -145,6 +145,7 @@ fn is_public(path: &str, method: &Method) -> bool {
     let readable = matches!(
         path,
         "/api/health"
+            | "/api/health/ready"
             | "/api/openapi.json"
             | "/api/docs"
             | "/api/setup-status"

@@ -20,7 +20,9 @@ use crate::Result;
 pub(crate) const CHANNEL: &str = "executor_changes";
 /// Connections per replica. Executions hold one only for a statement, so a few go far.
 const MAX_CONNECTIONS: u32 = 16;
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a statement waits for a connection: while the database is down every request
+/// waited this long before its 500 (issue #39); past it the request answers 503.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a lost LISTEN connection waits before it reconnects.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
 
