@@ -111,16 +111,11 @@ impl AuditLog {
 }
 
 impl crate::Engine {
-    /// `Ok` when the caller may change rows of `owner` (`None`: the tenant's catalog, which
-    /// every member shares). `what` completes "Only workspace admins can …".
-    pub async fn ensure_may_write(
-        &self,
-        caller: &Caller,
-        owner: Option<Owner>,
-        what: &str,
-    ) -> EngineResult<()> {
-        if caller.member_email().is_none() || owner == Some(Owner::User) {
-            return Ok(());
+    /// Whether the caller may change workspace (`org`) rows: a caller that is not a member,
+    /// or a member whose role, read now, is admin or owner. Asks nothing of the audit log.
+    pub(crate) async fn may_write_org(&self, caller: &Caller) -> EngineResult<bool> {
+        if caller.member_email().is_none() {
+            return Ok(true);
         }
         let role = match caller.subject() {
             Some(user) => self
@@ -131,29 +126,35 @@ impl crate::Engine {
                 .map(|u| u.role),
             None => None,
         };
-        match role.as_deref() {
-            Some("owner" | "admin") => Ok(()),
-            _ => {
-                // A refused attempt is worth a line too: it is how an admin learns what members
-                // try to change.
-                self.audit(
-                    caller,
-                    AuditEntry {
-                        outcome: "denied",
-                        detail: Some(serde_json::json!({ "attempt": what })),
-                        ..AuditEntry::change(
-                            "workspace.write",
-                            owner.map_or("catalog", Owner::as_str),
-                        )
-                    },
-                );
-                Err(EngineError::OrgWriteDenied {
-                    message: format!(
-                        "Only workspace admins can {what}. Ask an admin, or make it a personal one (owner \"user\")."
-                    ),
-                })
-            }
+        Ok(matches!(role.as_deref(), Some("owner" | "admin")))
+    }
+
+    /// `Ok` when the caller may change rows of `owner` (`None`: the tenant's catalog, which
+    /// every member shares). `what` completes "Only workspace admins can …".
+    pub async fn ensure_may_write(
+        &self,
+        caller: &Caller,
+        owner: Option<Owner>,
+        what: &str,
+    ) -> EngineResult<()> {
+        if owner == Some(Owner::User) || self.may_write_org(caller).await? {
+            return Ok(());
         }
+        // A refused attempt is worth a line too: it is how an admin learns what members try to
+        // change.
+        self.audit(
+            caller,
+            AuditEntry {
+                outcome: "denied",
+                detail: Some(serde_json::json!({ "attempt": what })),
+                ..AuditEntry::change("workspace.write", owner.map_or("catalog", Owner::as_str))
+            },
+        );
+        Err(EngineError::OrgWriteDenied {
+            message: format!(
+                "Only workspace admins can {what}. Ask an admin, or make it a personal one (owner \"user\")."
+            ),
+        })
     }
 
     /// Records what a member did (nothing for callers that are not members).

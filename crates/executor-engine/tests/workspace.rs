@@ -195,3 +195,180 @@ async fn members_changes_and_calls_are_audited_and_the_local_owner_is_not() {
     let call = events.iter().find(|e| e.kind == "tool_call").unwrap();
     assert_eq!(call.after, None, "a call's answer is never kept");
 }
+
+/// An HTTP API that answers every request with the `X-Api-Key` it carried.
+async fn key_echo() -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&seen).into_owned();
+                let key = head
+                    .lines()
+                    .find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("x-api-key")
+                            .then(|| value.trim().to_owned())
+                    })
+                    .unwrap_or_default();
+                let body = serde_json::json!({ "key": key }).to_string();
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    base
+}
+
+/// Issue #39: members' personal credentials lived under one vault id with no user in it, so a
+/// member could list another's item, use it through `from`, overwrite it with a same-named
+/// connection and delete it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_members_personal_secret_is_theirs_alone() {
+    use executor_engine::{AddOpenApiSpec, ConnectionInput, CredentialOrigin, OpenApiSpecSource};
+    let (engine, store, _dir) = engine().await;
+    let owner = member("usr_owner");
+    let (alice, max) = (member("usr_owner"), member("usr_max"));
+    let base = key_echo().await;
+    let spec = serde_json::json!({
+        "openapi": "3.1.0",
+        "info": {"title": "Keys", "version": "1"},
+        "servers": [{"url": base}],
+        "security": [{"key": []}],
+        "components": {"securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}}},
+        "paths": {"/whoami": {"get": {"operationId": "whoami", "tags": ["keys"], "responses": {"200": {"description": "ok"}}}}}
+    });
+    engine
+        .add_openapi_spec(
+            &owner,
+            AddOpenApiSpec {
+                spec: OpenApiSpecSource::Text(spec.to_string()),
+                slug: Some("keys".into()),
+                name: None,
+                description: None,
+                base_url: None,
+                headers: Default::default(),
+                query_params: Default::default(),
+                authentication_template: None,
+                spec_overrides: None,
+                health_check: None,
+            },
+        )
+        .await
+        .unwrap();
+    let template = engine
+        .get_integration(&owner, "keys")
+        .await
+        .unwrap()
+        .auth_methods[0]
+        .slug()
+        .to_owned();
+    let input = |name: &str, origin: CredentialOrigin| ConnectionInput {
+        owner: Owner::User,
+        name: name.into(),
+        integration: "keys".into(),
+        template: template.clone(),
+        identity_label: None,
+        description: None,
+        origin,
+        replace: false,
+    };
+    engine
+        .create_connection(
+            &alice,
+            input("main", CredentialOrigin::Value("alice-key".into())),
+        )
+        .await
+        .unwrap();
+    let item = "connection:user:keys:main:token";
+    let whoami = "return (await tools.keys.user.main.keys.whoami({})).data.key";
+    assert_eq!(run(&engine, &alice, whoami).await, "alice-key");
+
+    // Max lists nothing of Alice's (HTTP and the core tool read the same list).
+    let listed = engine.provider_items(&max, "vault").await.unwrap();
+    assert!(listed.iter().all(|i| i.id != item), "{listed:?}");
+    let from_sandbox = run(
+        &engine,
+        &max,
+        r#"return await tools.executor.coreTools.providers.items({ provider: "vault" })"#,
+    )
+    .await;
+    assert!(!from_sandbox.to_string().contains(item), "{from_sandbox}");
+    assert!(
+        engine
+            .provider_items(&alice, "vault")
+            .await
+            .unwrap()
+            .iter()
+            .any(|i| i.id == item)
+    );
+
+    // Max cannot use it through `from`: refused before anything is written.
+    let stolen = engine
+        .create_connection(
+            &max,
+            input(
+                "stolen",
+                CredentialOrigin::From {
+                    provider: "vault".into(),
+                    id: item.into(),
+                },
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(stolen, EngineError::InvalidConnectionInput { .. }),
+        "{stolen:?}"
+    );
+    assert!(
+        engine
+            .list_connections(&max, Some("keys"), Some(Owner::User))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Max's same-named connection holds his own value, and removing it leaves Alice's.
+    engine
+        .create_connection(
+            &max,
+            input("main", CredentialOrigin::Value("max-key".into())),
+        )
+        .await
+        .unwrap();
+    assert_eq!(run(&engine, &max, whoami).await, "max-key");
+    assert_eq!(run(&engine, &alice, whoami).await, "alice-key");
+    engine
+        .remove_connection(
+            &max,
+            &executor_store::ConnectionKey::new(Owner::User, "keys", "main"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(run(&engine, &alice, whoami).await, "alice-key");
+    assert_eq!(
+        store
+            .get_secret(alice.scope(), Owner::User, item)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("alice-key")
+    );
+}

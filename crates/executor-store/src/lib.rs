@@ -38,7 +38,7 @@ pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -586,12 +586,27 @@ pub trait Store: ExecutionStore + ToolkitStore + AccountStore + Send + Sync + 's
     /// Whether a blob was removed.
     async fn delete_blob(&self, scope: &Scope, hash: &str) -> Result<bool>;
 
-    /// Credential values keyed by tenant + item id, sealed at rest (see [`MasterKey`]).
-    async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()>;
-    async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>>;
-    async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()>;
-    /// Item ids of the tenant's secrets, ordered; never their values.
-    async fn list_secret_ids(&self, scope: &Scope) -> Result<Vec<String>>;
+    /// Credential values keyed by their owner and item id, sealed at rest bound to both (see
+    /// [`MasterKey`]): `org` items are the tenant's, `user` items the scope subject's alone, so
+    /// two members' personal items of one id are two values. Writing a `user` item without a
+    /// subject is [`StoreError::NoSubject`]; reading or deleting one finds nothing.
+    async fn put_secret(
+        &self,
+        scope: &Scope,
+        owner: Owner,
+        item_id: &str,
+        value: &str,
+    ) -> Result<()>;
+    async fn get_secret(
+        &self,
+        scope: &Scope,
+        owner: Owner,
+        item_id: &str,
+    ) -> Result<Option<String>>;
+    async fn delete_secret(&self, scope: &Scope, owner: Owner, item_id: &str) -> Result<()>;
+    /// Item ids of `owner`'s secrets (the tenant's for `org`, the scope subject's own for
+    /// `user`), ordered; never their values.
+    async fn list_secret_ids(&self, scope: &Scope, owner: Owner) -> Result<Vec<String>>;
 
     // ---- OAuth (spec §1.7) ----
 
@@ -620,7 +635,8 @@ pub trait Store: ExecutionStore + ToolkitStore + AccountStore + Send + Sync + 's
         scope: &Scope,
         key: &ConnectionKey,
     ) -> Result<Option<ConnectionOAuth>>;
-    /// One transaction: seals and writes `secrets` (`(item id, value)`), then sets the
+    /// One transaction: seals and writes `secrets` (`(item id, value)`, owned like the
+    /// connection), then sets the
     /// connection's OAuth columns (and `expires_at`). `Err(NotFound)` (nothing written) when the
     /// connection does not exist.
     async fn save_oauth_tokens(

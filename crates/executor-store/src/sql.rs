@@ -20,6 +20,7 @@ use sqlx::{Any, AnyPool, Executor as _, Row, Transaction};
 pub use backend::Backend;
 
 use crate::lock::OwnerLock;
+use crate::vault::SEALED_PREFIX;
 use crate::{
     ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
     McpSessionRecord, OAuthClientRecord, OAuthSessionRecord, PlacePolicy, PolicyRecord,
@@ -294,10 +295,10 @@ impl SqlStore {
         }
     }
 
-    /// Schema guard and migrations, then the secrets older builds left in plaintext.
+    /// Schema guard and migrations, then the owner-less secrets of older builds.
     async fn prepare(&self) -> Result<()> {
         self.prepare_schema().await?;
-        self.seal_plaintext_secrets().await
+        self.adopt_unowned_secrets().await
     }
 }
 
@@ -428,47 +429,142 @@ impl SqlStore {
             .transpose()
     }
 
-    /// Seals values written in plaintext by builds before the vault, in one transaction.
-    async fn seal_plaintext_secrets(&self) -> Result<()> {
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as(self.backend.sql(
-                "SELECT tenant, item_id, value FROM secret WHERE substr(value, 1, 3) <> 'v1:'",
-            ))
-            .fetch_all(&self.writer)
-            .await?;
-        if rows.is_empty() {
-            return Ok(());
+    /// Gives each owner-less secret of a build before schema 12 (`secret_unowned`) to its
+    /// owner, resealed bound to it, in one transaction; a row whose owner cannot be told stays
+    /// there, used by no one, with the reason (plaintext of a build before the vault is sealed
+    /// in place). Logs what it moved and, at every open, what is left unattributed.
+    async fn adopt_unowned_secrets(&self) -> Result<()> {
+        let rows: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
+            "SELECT tenant, item_id, value, created_at, updated_at FROM secret_unowned \
+             WHERE unattributed IS NULL ORDER BY tenant, item_id",
+        )
+        .fetch_all(&self.writer)
+        .await?;
+        if !rows.is_empty() {
+            let writers = self.secret_writers().await?;
+            let mut tx = self.begin_journal().await?;
+            let (mut moved, mut left) = (0usize, 0usize);
+            for (tenant, item_id, stored, created_at, updated_at) in &rows {
+                let value = if stored.starts_with(SEALED_PREFIX) {
+                    self.key.open(tenant, item_id, stored).map_err(|_| {
+                        StoreError::Config(format!(
+                            "{SECRET_KEY_ENV} does not open the secrets already in this database: \
+                             start with the key they were sealed with"
+                        ))
+                    })?
+                } else {
+                    stored.clone()
+                };
+                match writers.owner_of(tenant, item_id) {
+                    Ok(subject) => {
+                        sqlx::query(self.backend.sql(
+                            "INSERT INTO secret \
+                               (tenant, subject, item_id, value, created_at, updated_at) \
+                             VALUES (?, ?, ?, ?, ?, ?) \
+                             ON CONFLICT (tenant, subject, item_id) DO NOTHING",
+                        ))
+                        .bind(tenant)
+                        .bind(subject)
+                        .bind(item_id)
+                        .bind(self.key.seal_owned(tenant, subject, item_id, &value)?)
+                        .bind(created_at)
+                        .bind(updated_at)
+                        .execute(&mut *tx)
+                        .await?;
+                        sqlx::query(
+                            self.backend
+                                .sql("DELETE FROM secret_unowned WHERE tenant = ? AND item_id = ?"),
+                        )
+                        .bind(tenant)
+                        .bind(item_id)
+                        .execute(&mut *tx)
+                        .await?;
+                        moved += 1;
+                    }
+                    Err(reason) => {
+                        tracing::warn!(
+                            tenant = %tenant,
+                            item = %item_id,
+                            %reason,
+                            "a secret from before schema 12 could not be given to an owner: no one can use it (see secret_unowned)"
+                        );
+                        sqlx::query(self.backend.sql(
+                            "UPDATE secret_unowned SET unattributed = ?, value = ? \
+                             WHERE tenant = ? AND item_id = ?",
+                        ))
+                        .bind(&reason)
+                        .bind(self.key.seal(tenant, item_id, &value)?)
+                        .bind(tenant)
+                        .bind(item_id)
+                        .execute(&mut *tx)
+                        .await?;
+                        left += 1;
+                    }
+                }
+            }
+            tx.commit().await?;
+            tracing::info!(
+                moved,
+                unattributed = left,
+                "secrets from before schema 12 keyed by their owners"
+            );
         }
-        let mut tx = self.writer.begin().await?;
-        for (tenant, item_id, value) in &rows {
-            sqlx::query(
-                self.backend
-                    .sql("UPDATE secret SET value = ? WHERE tenant = ? AND item_id = ?"),
-            )
-            .bind(self.key.seal(tenant, item_id, value)?)
-            .bind(tenant)
-            .bind(item_id)
-            .execute(&mut *tx)
+        let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM secret_unowned")
+            .fetch_one(&self.writer)
             .await?;
+        if left > 0 {
+            tracing::warn!(
+                count = left,
+                "secrets from before schema 12 whose owner could not be told are kept unused in \
+                 the table secret_unowned (column unattributed says why): their members must \
+                 enter those credentials again; delete the rows once they have"
+            );
         }
-        tx.commit().await?;
-        tracing::info!(
-            count = rows.len(),
-            "sealed plaintext secrets from an older build"
-        );
         Ok(())
+    }
+
+    /// Who wrote which personal secret: the connections and OAuth apps of every tenant, by the
+    /// item-id prefix each writes under.
+    async fn secret_writers(&self) -> Result<SecretWriters> {
+        let connections: Vec<(String, String, String, String, String)> =
+            sqlx::query_as("SELECT tenant, owner, subject, integration, name FROM connection")
+                .fetch_all(&self.writer)
+                .await?;
+        let clients: Vec<(String, String, String, String)> =
+            sqlx::query_as("SELECT tenant, owner, subject, slug FROM oauth_client")
+                .fetch_all(&self.writer)
+                .await?;
+        let mut writers = SecretWriters::default();
+        for (tenant, owner, subject, integration, name) in connections {
+            writers.prefixes.push((
+                tenant,
+                format!("connection:{owner}:{integration}:{name}:"),
+                subject,
+            ));
+        }
+        for (tenant, owner, subject, slug) in clients {
+            writers.exact.push((
+                tenant,
+                format!("oauth-client:{owner}:{slug}:secret"),
+                subject,
+            ));
+        }
+        Ok(writers)
     }
 
     /// Refuses a key that cannot open the secrets already in the database: a deployment whose
     /// replicas disagree on `EXECUTOR_SECRET_KEY` fails at start, not at its first call.
     async fn check_key(&self) -> Result<()> {
-        let row: Option<(String, String, String)> = sqlx::query_as(
-            "SELECT tenant, item_id, value FROM secret ORDER BY updated_at DESC LIMIT 1",
+        let row: Option<(String, String, String, String)> = sqlx::query_as(
+            "SELECT tenant, subject, item_id, value FROM secret ORDER BY updated_at DESC LIMIT 1",
         )
         .fetch_optional(&self.reader)
         .await?;
-        if let Some((tenant, item_id, value)) = row
-            && self.key.open(&tenant, &item_id, &value).is_err()
+        if let Some((tenant, subject, item_id, value)) = row
+            && self
+                .key
+                .open_owned(&tenant, &subject, &item_id, &value)
+                .is_err()
         {
             return Err(StoreError::Config(format!(
                 "{SECRET_KEY_ENV} does not open the secrets already in this database: \
@@ -678,6 +774,50 @@ fn bind_integration<'q>(
 }
 
 /// The stored subject for a write of a row owned by `owner`.
+/// The item-id prefixes (connections) and ids (OAuth apps' client secrets) under which each
+/// owner writes, as `(tenant, prefix or id, subject)`.
+#[derive(Default)]
+struct SecretWriters {
+    prefixes: Vec<(String, String, String)>,
+    exact: Vec<(String, String, String)>,
+}
+
+impl SecretWriters {
+    /// The subject an owner-less secret belongs to: `""` (the organisation) unless its id is a
+    /// personal one (`connection:user:…`, `oauth-client:user:…`), which goes to the one member
+    /// whose connection or app writes under it. `Err` says why there is no such member.
+    fn owner_of(&self, tenant: &str, item_id: &str) -> std::result::Result<&str, String> {
+        if !(item_id.starts_with("connection:user:") || item_id.starts_with("oauth-client:user:")) {
+            return Ok("");
+        }
+        let mut subjects: Vec<&str> = self
+            .prefixes
+            .iter()
+            .filter(|(t, prefix, _)| t == tenant && item_id.starts_with(prefix.as_str()))
+            .chain(
+                self.exact
+                    .iter()
+                    .filter(|(t, id, _)| t == tenant && id == item_id),
+            )
+            .map(|(_, _, subject)| subject.as_str())
+            .filter(|s| !s.is_empty())
+            .collect();
+        subjects.sort_unstable();
+        subjects.dedup();
+        match subjects.as_slice() {
+            [one] => Ok(one),
+            [] => {
+                Err("no personal connection or OAuth app writes under this id any more".to_owned())
+            }
+            many => Err(format!(
+                "{} members have a personal connection or OAuth app that writes under this id, \
+                 so whose value it holds cannot be told",
+                many.len()
+            )),
+        }
+    }
+}
+
 fn write_subject(scope: &Scope, owner: Owner) -> Result<&str> {
     scope.subject_for(owner).ok_or(StoreError::NoSubject)
 }
@@ -1527,17 +1667,28 @@ impl Store for SqlStore {
         Ok(done.rows_affected() > 0)
     }
 
-    async fn put_secret(&self, scope: &Scope, item_id: &str, value: &str) -> Result<()> {
+    async fn put_secret(
+        &self,
+        scope: &Scope,
+        owner: Owner,
+        item_id: &str,
+        value: &str,
+    ) -> Result<()> {
+        let subject = write_subject(scope, owner)?;
         let now = now_ms();
         sqlx::query(self.backend.sql(
-            "INSERT INTO secret (tenant, item_id, value, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?) \
-             ON CONFLICT (tenant, item_id) DO UPDATE SET \
+            "INSERT INTO secret (tenant, subject, item_id, value, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (tenant, subject, item_id) DO UPDATE SET \
                value = excluded.value, updated_at = excluded.updated_at",
         ))
         .bind(&scope.tenant)
+        .bind(subject)
         .bind(item_id)
-        .bind(self.key.seal(&scope.tenant, item_id, value)?)
+        .bind(
+            self.key
+                .seal_owned(&scope.tenant, subject, item_id, value)?,
+        )
         .bind(now)
         .bind(now)
         .execute(&self.writer)
@@ -1545,38 +1696,56 @@ impl Store for SqlStore {
         Ok(())
     }
 
-    async fn get_secret(&self, scope: &Scope, item_id: &str) -> Result<Option<String>> {
+    async fn get_secret(
+        &self,
+        scope: &Scope,
+        owner: Owner,
+        item_id: &str,
+    ) -> Result<Option<String>> {
+        let Some(subject) = scope.subject_for(owner) else {
+            return Ok(None);
+        };
         let stored: Option<String> = sqlx::query_scalar(
             self.backend
-                .sql("SELECT value FROM secret WHERE tenant = ? AND item_id = ?"),
+                .sql("SELECT value FROM secret WHERE tenant = ? AND subject = ? AND item_id = ?"),
         )
         .bind(&scope.tenant)
+        .bind(subject)
         .bind(item_id)
         .fetch_optional(&self.reader)
         .await?;
         stored
-            .map(|s| self.key.open(&scope.tenant, item_id, &s))
+            .map(|s| self.key.open_owned(&scope.tenant, subject, item_id, &s))
             .transpose()
     }
 
-    async fn delete_secret(&self, scope: &Scope, item_id: &str) -> Result<()> {
+    async fn delete_secret(&self, scope: &Scope, owner: Owner, item_id: &str) -> Result<()> {
+        let Some(subject) = scope.subject_for(owner) else {
+            return Ok(());
+        };
         sqlx::query(
             self.backend
-                .sql("DELETE FROM secret WHERE tenant = ? AND item_id = ?"),
+                .sql("DELETE FROM secret WHERE tenant = ? AND subject = ? AND item_id = ?"),
         )
         .bind(&scope.tenant)
+        .bind(subject)
         .bind(item_id)
         .execute(&self.writer)
         .await?;
         Ok(())
     }
 
-    async fn list_secret_ids(&self, scope: &Scope) -> Result<Vec<String>> {
+    async fn list_secret_ids(&self, scope: &Scope, owner: Owner) -> Result<Vec<String>> {
+        let Some(subject) = scope.subject_for(owner) else {
+            return Ok(Vec::new());
+        };
         Ok(sqlx::query_scalar(
-            self.backend
-                .sql("SELECT item_id FROM secret WHERE tenant = ? ORDER BY item_id"),
+            self.backend.sql(
+                "SELECT item_id FROM secret WHERE tenant = ? AND subject = ? ORDER BY item_id",
+            ),
         )
         .bind(&scope.tenant)
+        .bind(subject)
         .fetch_all(&self.reader)
         .await?)
     }

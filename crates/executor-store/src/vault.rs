@@ -1,7 +1,10 @@
 //! Secrets at rest: every stored credential value is sealed with AES-256-GCM under the data
-//! directory's master key, with a fresh random 96-bit nonce and the record's identity
-//! (`tenant`, `item_id`) as associated data, so a sealed value copied to another record does
-//! not open.
+//! directory's master key, with a fresh random 96-bit nonce and the record's identity as
+//! associated data, so a sealed value copied to another record does not open. A row of the
+//! `secret` table is bound to `(tenant, owner subject, item_id)` (`v2:`, [`MasterKey::seal_owned`]):
+//! copied to another member's row it does not open. Other sealed values (execution code and
+//! journals, the owner-less rows of builds before schema 12) are bound to `(tenant, item_id)`
+//! (`v1:`).
 //!
 //! The master key comes from `EXECUTOR_SECRET_KEY` (32 bytes as 64 hex digits or base64), else
 //! from `<data_dir>/secret.key`, generated on first use with mode 0600. Keeping the key apart
@@ -21,9 +24,11 @@ use crate::{Result, StoreError};
 pub const SECRET_KEY_ENV: &str = "EXECUTOR_SECRET_KEY";
 /// The generated key file inside the data directory.
 pub const SECRET_KEY_FILE: &str = "secret.key";
-/// Prefix of sealed values; anything else in the table is a plaintext value from an older
-/// build, sealed when the store opens.
+/// Prefix of values sealed bound to `(tenant, item_id)`; anything else in an owner-less row of
+/// an older build is a plaintext value, sealed when the store opens.
 pub(crate) const SEALED_PREFIX: &str = "v1:";
+/// Prefix of `secret` rows, sealed bound to `(tenant, subject, item_id)`.
+pub(crate) const OWNED_PREFIX: &str = "v2:";
 
 const NONCE_LEN: usize = 12;
 
@@ -106,32 +111,75 @@ impl MasterKey {
         }
     }
 
-    /// `v1:` + base64(nonce ‖ ciphertext ‖ tag).
+    /// `v1:` + base64(nonce ‖ ciphertext ‖ tag), bound to `(tenant, item_id)`.
     pub(crate) fn seal(&self, tenant: &str, item_id: &str, plaintext: &str) -> Result<String> {
+        self.seal_with(SEALED_PREFIX, &associated_data(tenant, item_id), plaintext)
+    }
+
+    pub(crate) fn open(&self, tenant: &str, item_id: &str, stored: &str) -> Result<String> {
+        self.open_with(
+            SEALED_PREFIX,
+            &associated_data(tenant, item_id),
+            item_id,
+            stored,
+        )
+    }
+
+    /// A `secret` row's value: `v2:` + base64(nonce ‖ ciphertext ‖ tag), bound to the tenant,
+    /// the owner's subject (`""` for the organisation) and the item id.
+    pub(crate) fn seal_owned(
+        &self,
+        tenant: &str,
+        subject: &str,
+        item_id: &str,
+        plaintext: &str,
+    ) -> Result<String> {
+        self.seal_with(
+            OWNED_PREFIX,
+            &owned_associated_data(tenant, subject, item_id),
+            plaintext,
+        )
+    }
+
+    pub(crate) fn open_owned(
+        &self,
+        tenant: &str,
+        subject: &str,
+        item_id: &str,
+        stored: &str,
+    ) -> Result<String> {
+        self.open_with(
+            OWNED_PREFIX,
+            &owned_associated_data(tenant, subject, item_id),
+            item_id,
+            stored,
+        )
+    }
+
+    fn seal_with(&self, prefix: &str, aad: &[u8], plaintext: &str) -> Result<String> {
         let cipher = Aes256Gcm::new(&self.0);
         let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
-        let aad = associated_data(tenant, item_id);
         let sealed = cipher
             .encrypt(
                 &nonce,
                 Payload {
                     msg: plaintext.as_bytes(),
-                    aad: &aad,
+                    aad,
                 },
             )
             .map_err(|_| StoreError::Corrupt("a secret could not be sealed".to_owned()))?;
         let mut out = nonce.to_vec();
         out.extend_from_slice(&sealed);
-        Ok(format!("{SEALED_PREFIX}{}", STANDARD.encode(out)))
+        Ok(format!("{prefix}{}", STANDARD.encode(out)))
     }
 
-    pub(crate) fn open(&self, tenant: &str, item_id: &str, stored: &str) -> Result<String> {
+    fn open_with(&self, prefix: &str, aad: &[u8], item_id: &str, stored: &str) -> Result<String> {
         let undecodable = || {
             StoreError::Corrupt(format!(
                 "the secret {item_id:?} cannot be opened: it was sealed with another master key ({SECRET_KEY_ENV} or {SECRET_KEY_FILE} changed) or is damaged"
             ))
         };
-        let body = stored.strip_prefix(SEALED_PREFIX).ok_or_else(undecodable)?;
+        let body = stored.strip_prefix(prefix).ok_or_else(undecodable)?;
         let bytes = STANDARD.decode(body).map_err(|_| undecodable())?;
         if bytes.len() < NONCE_LEN {
             return Err(undecodable());
@@ -139,15 +187,8 @@ impl MasterKey {
         let (nonce, sealed) = bytes.split_at(NONCE_LEN);
         let mut nonce_bytes = [0u8; NONCE_LEN];
         nonce_bytes.copy_from_slice(nonce);
-        let aad = associated_data(tenant, item_id);
         let plain = Aes256Gcm::new(&self.0)
-            .decrypt(
-                &Nonce::from(nonce_bytes),
-                Payload {
-                    msg: sealed,
-                    aad: &aad,
-                },
-            )
+            .decrypt(&Nonce::from(nonce_bytes), Payload { msg: sealed, aad })
             .map_err(|_| undecodable())?;
         String::from_utf8(plain).map_err(|_| undecodable())
     }
@@ -157,6 +198,19 @@ fn associated_data(tenant: &str, item_id: &str) -> Vec<u8> {
     let mut aad = Vec::with_capacity(tenant.len() + item_id.len() + 1);
     aad.extend_from_slice(tenant.as_bytes());
     aad.push(0);
+    aad.extend_from_slice(item_id.as_bytes());
+    aad
+}
+
+/// `v2 ‖ len(tenant) ‖ tenant ‖ len(subject) ‖ subject ‖ item_id`: lengths make every part's
+/// end unambiguous, whatever the ids contain.
+fn owned_associated_data(tenant: &str, subject: &str, item_id: &str) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(2 + 16 + tenant.len() + subject.len() + item_id.len());
+    aad.extend_from_slice(b"v2");
+    for part in [tenant, subject] {
+        aad.extend_from_slice(&(part.len() as u64).to_be_bytes());
+        aad.extend_from_slice(part.as_bytes());
+    }
     aad.extend_from_slice(item_id.as_bytes());
     aad
 }
@@ -199,6 +253,29 @@ mod tests {
                 .is_err()
         );
         assert!(key.open("t", "x", "plaintext").is_err());
+    }
+
+    #[test]
+    fn an_owned_secret_opens_only_in_its_owners_row() {
+        let key = MasterKey::generate();
+        let item = "connection:user:gh:main:token";
+        let sealed = key.seal_owned("t", "alice", item, "ghp_alice").unwrap();
+        assert!(sealed.starts_with(OWNED_PREFIX));
+        assert_eq!(
+            key.open_owned("t", "alice", item, &sealed).unwrap(),
+            "ghp_alice"
+        );
+        // Copied to another member's row, the organisation's, another tenant's: refused.
+        assert!(key.open_owned("t", "bob", item, &sealed).is_err());
+        assert!(key.open_owned("t", "", item, &sealed).is_err());
+        assert!(key.open_owned("u", "alice", item, &sealed).is_err());
+        // Parts cannot be shifted between the tenant and the subject.
+        let shifted = key.seal_owned("ta", "lice", item, "x").unwrap();
+        assert!(key.open_owned("t", "alice", item, &shifted).is_err());
+        // The two forms do not open as each other.
+        assert!(key.open("t", item, &sealed).is_err());
+        let v1 = key.seal("t", item, "old").unwrap();
+        assert!(key.open_owned("t", "", item, &v1).is_err());
     }
 
     #[test]

@@ -118,7 +118,7 @@ both_backends! {
                 .await
                 .is_err()
         );
-        assert_eq!(store.get_secret(&s, "item:token").await.unwrap(), None);
+        assert_eq!(store.get_secret(&s, Owner::Org, "item:token").await.unwrap(), None);
         store
             .upsert_connection(
                 &s,
@@ -175,7 +175,7 @@ both_backends! {
             Some(complete)
         );
         assert_eq!(
-            store.get_secret(&s, "item:token").await.unwrap().as_deref(),
+            store.get_secret(&s, Owner::Org, "item:token").await.unwrap().as_deref(),
             Some("tok-123")
         );
         store.close().await;

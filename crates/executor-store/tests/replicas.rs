@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use executor_store::{
-    ExecutionRecord, ExecutionStatus, ExecutionStore, IntegrationRecord, MasterKey, Scope,
+    ExecutionRecord, ExecutionStatus, ExecutionStore, IntegrationRecord, MasterKey, Owner, Scope,
     SqlStore, Store, StoreError,
 };
 use serde_json::json;
@@ -63,9 +63,14 @@ async fn replicas_share_one_database_and_migrate_it_once() {
         .unwrap();
     let seen = b.get_integration(&scope(), "gh").await.unwrap();
     assert_eq!(seen.map(|i| i.slug).as_deref(), Some("gh"));
-    b.put_secret(&scope(), "item", "s3cret").await.unwrap();
+    b.put_secret(&scope(), Owner::Org, "item", "s3cret")
+        .await
+        .unwrap();
     assert_eq!(
-        a.get_secret(&scope(), "item").await.unwrap().as_deref(),
+        a.get_secret(&scope(), Owner::Org, "item")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("s3cret")
     );
     a.close().await;
@@ -80,7 +85,10 @@ async fn a_key_that_cannot_open_the_secrets_is_refused_at_start() {
         return;
     };
     let first = db.open().await;
-    first.put_secret(&scope(), "item", "s3cret").await.unwrap();
+    first
+        .put_secret(&scope(), Owner::Org, "item", "s3cret")
+        .await
+        .unwrap();
     first.close().await;
     let err = db
         .try_open_with_key(MasterKey::generate())

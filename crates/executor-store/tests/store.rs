@@ -212,17 +212,17 @@ async fn secrets_are_sealed_at_rest_and_bound_to_the_master_key() {
             .await
             .unwrap();
         store
-            .put_secret(&s, "connection:org:gh:main:token", secret)
+            .put_secret(&s, Owner::Org, "connection:org:gh:main:token", secret)
             .await
             .unwrap();
         // Overwrite: the old sealed value must not linger either.
         store
-            .put_secret(&s, "connection:org:gh:main:token", secret)
+            .put_secret(&s, Owner::Org, "connection:org:gh:main:token", secret)
             .await
             .unwrap();
         assert_eq!(
             store
-                .get_secret(&s, "connection:org:gh:main:token")
+                .get_secret(&s, Owner::Org, "connection:org:gh:main:token")
                 .await
                 .unwrap()
                 .as_deref(),
@@ -239,7 +239,7 @@ async fn secrets_are_sealed_at_rest_and_bound_to_the_master_key() {
         .unwrap();
     assert_eq!(
         store
-            .get_secret(&s, "connection:org:gh:main:token")
+            .get_secret(&s, Owner::Org, "connection:org:gh:main:token")
             .await
             .unwrap()
             .as_deref(),
@@ -252,7 +252,7 @@ async fn secrets_are_sealed_at_rest_and_bound_to_the_master_key() {
         .await
         .unwrap();
     let err = store
-        .get_secret(&s, "connection:org:gh:main:token")
+        .get_secret(&s, Owner::Org, "connection:org:gh:main:token")
         .await
         .unwrap_err()
         .to_string();
@@ -271,7 +271,7 @@ async fn plaintext_secrets_from_older_builds_are_sealed_on_open() {
         .unwrap();
     store.close().await;
     {
-        // What a pre-vault build wrote.
+        // What a pre-vault build wrote (moved aside by migration 0012).
         let pool = sqlx::SqlitePool::connect(&format!(
             "sqlite://{}",
             dir.path().join("data.db").display()
@@ -279,7 +279,7 @@ async fn plaintext_secrets_from_older_builds_are_sealed_on_open() {
         .await
         .unwrap();
         sqlx::query(
-            "INSERT INTO secret (tenant, item_id, value, created_at, updated_at) \
+            "INSERT INTO secret_unowned (tenant, item_id, value, created_at, updated_at) \
              VALUES ('t', 'legacy', 'plain-old-token', 1, 1)",
         )
         .execute(&pool)
@@ -289,7 +289,11 @@ async fn plaintext_secrets_from_older_builds_are_sealed_on_open() {
     }
     let store = SqlStore::open_with_key(dir.path(), key).await.unwrap();
     assert_eq!(
-        store.get_secret(&s, "legacy").await.unwrap().as_deref(),
+        store
+            .get_secret(&s, Owner::Org, "legacy")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("plain-old-token")
     );
     store.close().await;
@@ -1120,7 +1124,7 @@ both_backends! {
             .await
             .unwrap();
         store
-            .put_secret(&alice(), "item-1", "s3cret")
+            .put_secret(&alice(), Owner::User, "item-1", "s3cret")
             .await
             .unwrap();
         store.close().await;
@@ -1160,7 +1164,7 @@ both_backends! {
         );
         assert_eq!(
             store
-                .get_secret(&alice(), "item-1")
+                .get_secret(&alice(), Owner::User, "item-1")
                 .await
                 .unwrap()
                 .as_deref(),
@@ -1172,41 +1176,137 @@ both_backends! {
     async fn secrets_round_trip(db: &TestDb) {
         let store = db.open().await;
         let s = alice();
-        assert_eq!(store.get_secret(&s, "k").await.unwrap(), None);
-        store.put_secret(&s, "k", "v1").await.unwrap();
+        assert_eq!(store.get_secret(&s, Owner::Org, "k").await.unwrap(), None);
+        store.put_secret(&s, Owner::Org, "k", "v1").await.unwrap();
+        store.put_secret(&s, Owner::Org, "k", "v2").await.unwrap();
+        // The organisation's items are the tenant's: every subject of it, no other tenant.
         assert_eq!(
-            store.get_secret(&s, "k").await.unwrap().as_deref(),
-            Some("v1")
-        );
-        store.put_secret(&s, "k", "v2").await.unwrap();
-        assert_eq!(
-            store.get_secret(&s, "k").await.unwrap().as_deref(),
+            store.get_secret(&bob(), Owner::Org, "k").await.unwrap().as_deref(),
             Some("v2")
         );
-        // Keyed by tenant: another tenant does not see it; subjects of one tenant share it.
         assert_eq!(
-            store.get_secret(&Scope::local("t2"), "k").await.unwrap(),
+            store.get_secret(&Scope::local("t2"), Owner::Org, "k").await.unwrap(),
             None
         );
+        assert_eq!(store.get_secret(&s, Owner::User, "k").await.unwrap(), None);
+        store.put_secret(&s, Owner::Org, "a", "v0").await.unwrap();
         assert_eq!(
-            store.get_secret(&bob(), "k").await.unwrap().as_deref(),
-            Some("v2")
+            store.list_secret_ids(&bob(), Owner::Org).await.unwrap(),
+            vec!["a", "k"]
         );
-        // Listing names the tenant's item ids, ordered, never their values.
-        store.put_secret(&s, "a", "v0").await.unwrap();
-        assert_eq!(store.list_secret_ids(&s).await.unwrap(), vec!["a", "k"]);
         assert!(
             store
-                .list_secret_ids(&Scope::local("t2"))
+                .list_secret_ids(&Scope::local("t2"), Owner::Org)
                 .await
                 .unwrap()
                 .is_empty()
         );
-        store.delete_secret(&s, "a").await.unwrap();
-        store.delete_secret(&s, "k").await.unwrap();
-        assert_eq!(store.get_secret(&s, "k").await.unwrap(), None);
-        store.delete_secret(&s, "k").await.unwrap();
+        store.delete_secret(&s, Owner::Org, "a").await.unwrap();
+        store.delete_secret(&s, Owner::Org, "k").await.unwrap();
+        assert_eq!(store.get_secret(&s, Owner::Org, "k").await.unwrap(), None);
+        store.delete_secret(&s, Owner::Org, "k").await.unwrap();
         store.close().await;
+    }
+
+    /// Issue #39: two members' personal items of one id were one row, so a member could read,
+    /// overwrite and delete another's.
+    async fn personal_secrets_are_their_members_alone(db: &TestDb) {
+        let store = db.open().await;
+        let item = "connection:user:gh:main:token";
+        store.put_secret(&alice(), Owner::User, item, "alice-token").await.unwrap();
+        assert_eq!(store.get_secret(&bob(), Owner::User, item).await.unwrap(), None);
+        assert!(store.list_secret_ids(&bob(), Owner::User).await.unwrap().is_empty());
+        assert!(store.list_secret_ids(&bob(), Owner::Org).await.unwrap().is_empty());
+        // Bob's item of the same id is his own; writing and deleting it leaves Alice's.
+        store.put_secret(&bob(), Owner::User, item, "bob-token").await.unwrap();
+        assert_eq!(
+            store.get_secret(&bob(), Owner::User, item).await.unwrap().as_deref(),
+            Some("bob-token")
+        );
+        store.delete_secret(&bob(), Owner::User, item).await.unwrap();
+        assert_eq!(store.get_secret(&bob(), Owner::User, item).await.unwrap(), None);
+        assert_eq!(
+            store.get_secret(&alice(), Owner::User, item).await.unwrap().as_deref(),
+            Some("alice-token")
+        );
+        assert_eq!(
+            store.list_secret_ids(&alice(), Owner::User).await.unwrap(),
+            vec![item]
+        );
+        assert_eq!(store.get_secret(&alice(), Owner::Org, item).await.unwrap(), None);
+        // A caller without a subject has no personal items.
+        assert!(matches!(
+            store.put_secret(&no_subject(), Owner::User, item, "x").await,
+            Err(StoreError::NoSubject)
+        ));
+        assert_eq!(store.get_secret(&no_subject(), Owner::User, item).await.unwrap(), None);
+        assert!(store.list_secret_ids(&no_subject(), Owner::User).await.unwrap().is_empty());
+        store.delete_secret(&no_subject(), Owner::User, item).await.unwrap();
+        store.close().await;
+        // Still apart after a reopen.
+        let store = db.open().await;
+        assert_eq!(
+            store.get_secret(&alice(), Owner::User, item).await.unwrap().as_deref(),
+            Some("alice-token")
+        );
+        store.close().await;
+    }
+
+    /// The rows of a build before schema 12 go to the owner whose connection or OAuth app wrote
+    /// them; what cannot be told (two members' connections of one name, no writer left) stays
+    /// unused in `secret_unowned` with the reason.
+    async fn secrets_of_older_builds_go_to_their_owners(db: &TestDb) {
+        db.migrate_raw_to(11).await;
+        db.execute_raw(
+            "INSERT INTO connection (tenant, owner, subject, integration, name, template, provider, item_ids, created_at, updated_at) VALUES \
+               ('t1', 'user', 'alice', 'gh', 'main', 'apikey', 'vault', '{\"token\":\"connection:user:gh:main:token\"}', 1, 1), \
+               ('t1', 'user', 'bob',   'gh', 'main', 'apikey', 'vault', '{\"token\":\"connection:user:gh:main:token\"}', 1, 1), \
+               ('t1', 'user', 'alice', 'gh', 'solo', 'apikey', 'vault', '{\"token\":\"connection:user:gh:solo:token\"}', 1, 1), \
+               ('t1', 'user', 'bob',   'gh', 'stolen', 'apikey', 'vault', '{\"token\":\"connection:user:gh:solo:token\"}', 1, 1), \
+               ('t1', 'org',  '',      'gh', 'main', 'apikey', 'vault', '{\"token\":\"connection:org:gh:main:token\"}', 1, 1); \
+             INSERT INTO secret (tenant, item_id, value, created_at, updated_at) VALUES \
+               ('t1', 'connection:user:gh:main:token', 'shared-token', 1, 2), \
+               ('t1', 'connection:user:gh:solo:token', 'alice-solo', 1, 2), \
+               ('t1', 'connection:org:gh:main:token', 'org-token', 1, 2), \
+               ('t1', 'connection:user:gh:gone:token', 'orphan-token', 1, 2), \
+               ('t1', 'mcp:gh:header:X-Key', 'static-header', 1, 2);",
+        )
+        .await;
+        let store = db.open().await;
+        let get = |scope: Scope, owner: Owner, item: &'static str| {
+            let store = &store;
+            async move { store.get_secret(&scope, owner, item).await.unwrap() }
+        };
+        assert_eq!(get(alice(), Owner::User, "connection:user:gh:solo:token").await.as_deref(), Some("alice-solo"));
+        assert_eq!(get(bob(), Owner::User, "connection:user:gh:solo:token").await, None, "a reference is not a claim");
+        assert_eq!(get(bob(), Owner::Org, "connection:org:gh:main:token").await.as_deref(), Some("org-token"));
+        assert_eq!(get(bob(), Owner::Org, "mcp:gh:header:X-Key").await.as_deref(), Some("static-header"));
+        for scope in [alice(), bob()] {
+            assert_eq!(get(scope.clone(), Owner::User, "connection:user:gh:main:token").await, None);
+            assert_eq!(get(scope, Owner::Org, "connection:user:gh:main:token").await, None);
+        }
+        assert_eq!(get(alice(), Owner::User, "connection:user:gh:gone:token").await, None);
+        store.close().await;
+        // What could not be attributed is recorded with its reason, sealed, and kept.
+        assert_eq!(
+            db.count_raw(
+                "SELECT COUNT(*) FROM secret_unowned WHERE substr(value, 1, 3) = 'v1:' AND ( \
+                   (item_id = 'connection:user:gh:main:token' AND unattributed LIKE '2 members%') \
+                   OR (item_id = 'connection:user:gh:gone:token' AND unattributed LIKE 'no personal%'))"
+            )
+            .await,
+            2
+        );
+        assert_eq!(db.count_raw("SELECT COUNT(*) FROM secret_unowned").await, 2);
+        assert_eq!(db.count_raw("SELECT COUNT(*) FROM secret").await, 3);
+        // A reopen moves nothing more and loses nothing.
+        let store = db.open().await;
+        assert_eq!(
+            store.get_secret(&alice(), Owner::User, "connection:user:gh:solo:token").await.unwrap().as_deref(),
+            Some("alice-solo")
+        );
+        store.close().await;
+        assert_eq!(db.count_raw("SELECT COUNT(*) FROM secret_unowned").await, 2);
     }
 
     async fn blobs_are_content_addressed_per_tenant(db: &TestDb) {

@@ -528,13 +528,16 @@ impl Engine {
                         provider: provider.clone(),
                     }
                 })?;
+                self.check_referenced_items(caller, source, input.owner, items.values())
+                    .await?;
                 let mut values = BTreeMap::new();
                 for (variable, id) in items {
-                    let value = source.get(caller.scope(), &id).await?.ok_or_else(|| {
-                        EngineError::InvalidConnectionInput {
+                    let value = source
+                        .get(caller.scope(), input.owner, &id)
+                        .await?
+                        .ok_or_else(|| EngineError::InvalidConnectionInput {
                             message: format!("The provider {provider} has no item {id:?}."),
-                        }
-                    })?;
+                        })?;
                     values.insert(variable, value);
                 }
                 values

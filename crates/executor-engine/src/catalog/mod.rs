@@ -520,6 +520,10 @@ impl Engine {
                         provider: provider.clone(),
                     }
                 })?;
+                // A reference names an item of the connection's owner only: a member's
+                // personal connection cannot read another member's values.
+                self.check_referenced_items(caller, provider, input.owner, items.values())
+                    .await?;
                 for (variable, item) in items {
                     item_ids.insert(variable, Value::String(item));
                 }
@@ -549,7 +553,12 @@ impl Engine {
         if replacing {
             for (variable, value) in &pasted {
                 provider
-                    .put(caller.scope(), &format!("{item_prefix}:{variable}"), value)
+                    .put(
+                        caller.scope(),
+                        key.owner,
+                        &format!("{item_prefix}:{variable}"),
+                        value,
+                    )
                     .await?;
             }
             store.upsert_connection(caller.scope(), &record).await?;
@@ -569,7 +578,12 @@ impl Engine {
             let written = async {
                 for (variable, value) in &pasted {
                     provider
-                        .put(caller.scope(), &format!("{item_prefix}:{variable}"), value)
+                        .put(
+                            caller.scope(),
+                            key.owner,
+                            &format!("{item_prefix}:{variable}"),
+                            value,
+                        )
                         .await?;
                 }
                 Ok::<_, EngineError>(())
@@ -679,8 +693,8 @@ impl Engine {
     }
 
     /// Deletes the values a connection wrote (its pasted values, item ids
-    /// `connection:<owner>:<integration>:<name>:<variable>`) from its provider. Items it only
-    /// references (`from`) belong to the user and stay.
+    /// `connection:<owner>:<integration>:<name>:<variable>`, its owner's) from its provider.
+    /// Items it only references (`from`) belong to the user and stay.
     async fn delete_owned_items(
         &self,
         caller: &Caller,
@@ -695,7 +709,9 @@ impl Engine {
         );
         for item in item_ids(&connection.item_ids).values() {
             if item.starts_with(&prefix) {
-                provider.delete(caller.scope(), item).await?;
+                provider
+                    .delete(caller.scope(), connection.owner, item)
+                    .await?;
             }
         }
         Ok(())

@@ -775,7 +775,12 @@ async fn refresh(
     let token_url = oauth.token_url.clone().unwrap_or(client.token_url.clone());
     let resource = client.resource.clone().unwrap_or_default();
     let refresh_token = match &oauth.refresh_item_id {
-        Some(item) => inner.store.get_secret(caller.scope(), item).await?,
+        Some(item) => {
+            inner
+                .store
+                .get_secret(caller.scope(), key.owner, item)
+                .await?
+        }
         None => None,
     };
     let result = if client.grant == GRANT_CLIENT_CREDENTIALS {
@@ -822,7 +827,10 @@ async fn refresh(
             // server again.
             let mut next = oauth.clone();
             if let Some(item) = next.refresh_item_id.take() {
-                inner.store.delete_secret(caller.scope(), &item).await?;
+                inner
+                    .store
+                    .delete_secret(caller.scope(), key.owner, &item)
+                    .await?;
             }
             inner
                 .store
@@ -913,7 +921,7 @@ async fn client_secret(
     Ok(match &client.client_secret_item_id {
         Some(item) => inner
             .store
-            .get_secret(caller.scope(), item)
+            .get_secret(caller.scope(), client.owner, item)
             .await?
             .unwrap_or_default(),
         None => String::new(),
@@ -1040,14 +1048,14 @@ impl Engine {
             Some(secret) => {
                 self.inner
                     .store
-                    .put_secret(caller.scope(), &item, secret)
+                    .put_secret(caller.scope(), owner, &item, secret)
                     .await?;
                 Ok(Some(item))
             }
             None => {
                 self.inner
                     .store
-                    .delete_secret(caller.scope(), &item)
+                    .delete_secret(caller.scope(), owner, &item)
                     .await?;
                 Ok(None)
             }
@@ -1070,7 +1078,7 @@ impl Engine {
             .await?;
         self.inner
             .store
-            .delete_secret(caller.scope(), &client_secret_item(owner, slug))
+            .delete_secret(caller.scope(), owner, &client_secret_item(owner, slug))
             .await?;
         Ok(removed)
     }

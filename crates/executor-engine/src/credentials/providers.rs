@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
+use executor_core::Owner;
 use executor_store::{ConnectionRecord, Scope, Store};
 
 use crate::caller::{Caller, Principal};
@@ -115,20 +116,36 @@ pub(crate) trait CredentialProvider: Send + Sync + 'static {
     fn of_the_machine(&self) -> bool {
         true
     }
-    /// Items are the scope's own (the vault) or the machine's (the others ignore `scope`).
-    async fn get(&self, scope: &Scope, id: &str) -> EngineResult<Option<String>>;
-    /// The items by name; empty for providers that cannot enumerate.
-    async fn list_items(&self, _scope: &Scope) -> EngineResult<Vec<ProviderItem>> {
+    /// Items are their owner's (the vault: the scope's organisation for `org`, the scope's
+    /// subject alone for `user`) or the machine's (the others ignore `scope` and `owner`).
+    async fn get(&self, scope: &Scope, owner: Owner, id: &str) -> EngineResult<Option<String>>;
+    /// Whether a connection of `owner` may name the item `id` (`from`): the vault says whether
+    /// that owner has it; the machine's providers cannot tell an item to come and say yes.
+    async fn usable_by(&self, _scope: &Scope, _owner: Owner, _id: &str) -> EngineResult<bool> {
+        Ok(true)
+    }
+    /// The items of `owners` by name; empty for providers that cannot enumerate.
+    async fn list_items(
+        &self,
+        _scope: &Scope,
+        _owners: &[Owner],
+    ) -> EngineResult<Vec<ProviderItem>> {
         Ok(Vec::new())
     }
-    async fn put(&self, _scope: &Scope, _id: &str, _value: &str) -> EngineResult<()> {
+    async fn put(
+        &self,
+        _scope: &Scope,
+        _owner: Owner,
+        _id: &str,
+        _value: &str,
+    ) -> EngineResult<()> {
         Err(EngineError::Internal(format!(
             "the credential provider {} is read-only",
             self.key()
         )))
     }
     /// Removes an item written here; read-only providers leave theirs alone.
-    async fn delete(&self, _scope: &Scope, _id: &str) -> EngineResult<()> {
+    async fn delete(&self, _scope: &Scope, _owner: Owner, _id: &str) -> EngineResult<()> {
         Ok(())
     }
 }
@@ -184,8 +201,9 @@ impl Providers {
             .ok_or_else(|| EngineError::Internal("no writable credential provider".to_owned()))
     }
 
-    /// `{variable: value}` of a connection, read from its provider (items it lacks are left
-    /// out). `None` when the connection's provider is not registered in this process.
+    /// `{variable: value}` of a connection, read from its provider among its owner's items
+    /// (items it lacks are left out). `None` when the connection's provider is not registered
+    /// in this process.
     pub(crate) async fn connection_values(
         &self,
         caller: &Caller,
@@ -200,7 +218,10 @@ impl Providers {
         };
         let mut values = BTreeMap::new();
         for (variable, item) in ids {
-            if let Some(value) = provider.get(caller.scope(), &item).await? {
+            if let Some(value) = provider
+                .get(caller.scope(), connection.owner, &item)
+                .await?
+            {
                 values.insert(variable, value);
             }
         }
@@ -214,23 +235,71 @@ impl crate::Engine {
         self.inner.providers.keys(caller)
     }
 
-    /// A provider's items, names only; empty for unknown providers and for providers that
-    /// cannot enumerate.
+    /// A provider's items the caller may name in a connection, names only: the caller's own
+    /// and, when it may write workspace rows, the organisation's. Empty for unknown providers
+    /// and for providers that cannot enumerate.
     pub async fn provider_items(
         &self,
         caller: &Caller,
         key: &str,
     ) -> EngineResult<Vec<ProviderItem>> {
-        match self.inner.providers.get(caller, key) {
-            Some(provider) => provider.list_items(caller.scope()).await,
-            None => Ok(Vec::new()),
+        let Some(provider) = self.inner.providers.get(caller, key) else {
+            return Ok(Vec::new());
+        };
+        let owners = self.usable_owners(caller).await?;
+        provider.list_items(caller.scope(), &owners).await
+    }
+
+    /// Whose items the caller may use in a connection it makes: its own (when it has a
+    /// subject) and the organisation's when it may write workspace rows.
+    async fn usable_owners(&self, caller: &Caller) -> EngineResult<Vec<Owner>> {
+        let mut owners = Vec::with_capacity(2);
+        if caller.subject().is_some() {
+            owners.push(Owner::User);
         }
+        if self.may_write_org(caller).await? {
+            owners.push(Owner::Org);
+        }
+        Ok(owners)
+    }
+
+    /// Checks that every item `items` names is one a connection of `owner` may use, before
+    /// anything is written: the vault's items are their owner's (a personal connection names
+    /// only its user's, a workspace one only the organisation's, and only a caller who may
+    /// write workspace rows). Missing and someone else's read the same.
+    pub(crate) async fn check_referenced_items<'a>(
+        &self,
+        caller: &Caller,
+        provider: &dyn CredentialProvider,
+        owner: Owner,
+        items: impl IntoIterator<Item = &'a String>,
+    ) -> EngineResult<()> {
+        let allowed = match owner {
+            Owner::User => caller.subject().is_some(),
+            Owner::Org => self.may_write_org(caller).await?,
+        };
+        for id in items {
+            if !allowed || !provider.usable_by(caller.scope(), owner, id).await? {
+                return Err(EngineError::InvalidConnectionInput {
+                    message: format!(
+                        "The credential provider {:?} has no item {id:?} that a {} connection of yours may use.",
+                        provider.key(),
+                        match owner {
+                            Owner::User => "personal",
+                            Owner::Org => "workspace",
+                        }
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
 // ---- vault ------------------------------------------------------------------------------
 
-/// The store's sealed secret table (AES-256-GCM at rest), per tenant.
+/// The store's sealed secret table (AES-256-GCM at rest), per owner: the organisation's items
+/// and each member's own.
 struct VaultProvider {
     store: Arc<dyn Store>,
 }
@@ -249,15 +318,22 @@ impl CredentialProvider for VaultProvider {
         false
     }
 
-    async fn get(&self, scope: &Scope, id: &str) -> EngineResult<Option<String>> {
-        Ok(self.store.get_secret(scope, id).await?)
+    async fn get(&self, scope: &Scope, owner: Owner, id: &str) -> EngineResult<Option<String>> {
+        Ok(self.store.get_secret(scope, owner, id).await?)
     }
 
-    async fn list_items(&self, scope: &Scope) -> EngineResult<Vec<ProviderItem>> {
-        Ok(self
-            .store
-            .list_secret_ids(scope)
-            .await?
+    async fn usable_by(&self, scope: &Scope, owner: Owner, id: &str) -> EngineResult<bool> {
+        Ok(self.store.get_secret(scope, owner, id).await?.is_some())
+    }
+
+    async fn list_items(&self, scope: &Scope, owners: &[Owner]) -> EngineResult<Vec<ProviderItem>> {
+        let mut ids = Vec::new();
+        for owner in owners {
+            ids.extend(self.store.list_secret_ids(scope, *owner).await?);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids
             .into_iter()
             .map(|id| ProviderItem {
                 name: id.clone(),
@@ -266,12 +342,12 @@ impl CredentialProvider for VaultProvider {
             .collect())
     }
 
-    async fn put(&self, scope: &Scope, id: &str, value: &str) -> EngineResult<()> {
-        Ok(self.store.put_secret(scope, id, value).await?)
+    async fn put(&self, scope: &Scope, owner: Owner, id: &str, value: &str) -> EngineResult<()> {
+        Ok(self.store.put_secret(scope, owner, id, value).await?)
     }
 
-    async fn delete(&self, scope: &Scope, id: &str) -> EngineResult<()> {
-        Ok(self.store.delete_secret(scope, id).await?)
+    async fn delete(&self, scope: &Scope, owner: Owner, id: &str) -> EngineResult<()> {
+        Ok(self.store.delete_secret(scope, owner, id).await?)
     }
 }
 
@@ -384,11 +460,15 @@ impl CredentialProvider for FileProvider {
         FILE
     }
 
-    async fn get(&self, _scope: &Scope, id: &str) -> EngineResult<Option<String>> {
+    async fn get(&self, _scope: &Scope, _owner: Owner, id: &str) -> EngineResult<Option<String>> {
         Ok(self.read().await.remove(id))
     }
 
-    async fn list_items(&self, _scope: &Scope) -> EngineResult<Vec<ProviderItem>> {
+    async fn list_items(
+        &self,
+        _scope: &Scope,
+        _owners: &[Owner],
+    ) -> EngineResult<Vec<ProviderItem>> {
         Ok(self
             .read()
             .await
@@ -417,7 +497,7 @@ mod keychain {
 
     use async_trait::async_trait;
 
-    use super::{CredentialProvider, KEYCHAIN, Scope};
+    use super::{CredentialProvider, KEYCHAIN, Owner, Scope};
     use crate::error::{EngineError, EngineResult};
 
     /// The keychain service every item is stored under.
@@ -483,7 +563,12 @@ mod keychain {
             true
         }
 
-        async fn get(&self, _scope: &Scope, id: &str) -> EngineResult<Option<String>> {
+        async fn get(
+            &self,
+            _scope: &Scope,
+            _owner: Owner,
+            id: &str,
+        ) -> EngineResult<Option<String>> {
             let id = id.to_owned();
             blocking(
                 move || match keyring::Entry::new(SERVICE, &id)?.get_password() {
@@ -495,12 +580,18 @@ mod keychain {
             .await
         }
 
-        async fn put(&self, _scope: &Scope, id: &str, value: &str) -> EngineResult<()> {
+        async fn put(
+            &self,
+            _scope: &Scope,
+            _owner: Owner,
+            id: &str,
+            value: &str,
+        ) -> EngineResult<()> {
             let (id, value) = (id.to_owned(), value.to_owned());
             blocking(move || keyring::Entry::new(SERVICE, &id)?.set_password(&value)).await
         }
 
-        async fn delete(&self, _scope: &Scope, id: &str) -> EngineResult<()> {
+        async fn delete(&self, _scope: &Scope, _owner: Owner, id: &str) -> EngineResult<()> {
             let id = id.to_owned();
             blocking(
                 move || match keyring::Entry::new(SERVICE, &id)?.delete_credential() {
@@ -598,13 +689,21 @@ mod tests {
         let file = FileProvider::new(path.clone());
         let scope = Scope::local("t");
         assert!(!file.writable());
-        assert_eq!(file.get(&scope, "A").await.unwrap(), None);
-        assert!(file.list_items(&scope).await.unwrap().is_empty());
+        assert_eq!(file.get(&scope, Owner::Org, "A").await.unwrap(), None);
+        assert!(
+            file.list_items(&scope, &[Owner::Org])
+                .await
+                .unwrap()
+                .is_empty()
+        );
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, r#"{"A": "one", "B": "two"}"#).unwrap();
-        assert_eq!(file.get(&scope, "A").await.unwrap().as_deref(), Some("one"));
         assert_eq!(
-            file.list_items(&scope).await.unwrap(),
+            file.get(&scope, Owner::Org, "A").await.unwrap().as_deref(),
+            Some("one")
+        );
+        assert_eq!(
+            file.list_items(&scope, &[Owner::Org]).await.unwrap(),
             vec![
                 ProviderItem {
                     id: "A".into(),
@@ -618,10 +717,16 @@ mod tests {
         );
         // Same length, same instant: still the new value (no mtime cache to fool).
         std::fs::write(&path, r#"{"A": "uno", "B": "two"}"#).unwrap();
-        assert_eq!(file.get(&scope, "A").await.unwrap().as_deref(), Some("uno"));
+        assert_eq!(
+            file.get(&scope, Owner::Org, "A").await.unwrap().as_deref(),
+            Some("uno")
+        );
         // Broken JSON reads as empty (and is reported once in the log).
         std::fs::write(&path, "{").unwrap();
-        assert_eq!(file.get(&scope, "A").await.unwrap(), None);
-        assert!(file.put(&scope, "A", "x").await.is_err(), "read-only");
+        assert_eq!(file.get(&scope, Owner::Org, "A").await.unwrap(), None);
+        assert!(
+            file.put(&scope, Owner::Org, "A", "x").await.is_err(),
+            "read-only"
+        );
     }
 }

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use executor_core::auth::{
     AuthMethod, AuthMethodInput, Carrier, Rendered, assign_auth_slugs, parse_auth_method_input,
 };
-use executor_core::{ToolAddress, ToolError, ToolOutcome, slugify};
+use executor_core::{Owner, ToolAddress, ToolError, ToolOutcome, slugify};
 use executor_mcp::{
     CallFailure, McpError, RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target,
 };
@@ -201,7 +201,7 @@ pub(crate) async fn unsealed_config(
                 let item = static_item(&integration.slug, carrier, name);
                 *value = env
                     .store
-                    .get_secret(env.caller.scope(), &item)
+                    .get_secret(env.caller.scope(), Owner::Org, &item)
                     .await?
                     .ok_or_else(|| {
                         EngineError::Internal(format!("the sealed value {item:?} is missing"))
@@ -227,7 +227,11 @@ pub(crate) async fn delete_static_values(
         for (name, value) in map {
             if value == MASKED_VALUE && !kept.is_some_and(|k| k.contains_key(name)) {
                 env.store
-                    .delete_secret(env.caller.scope(), &static_item(slug, carrier, name))
+                    .delete_secret(
+                        env.caller.scope(),
+                        Owner::Org,
+                        &static_item(slug, carrier, name),
+                    )
                     .await?;
             }
         }
@@ -248,7 +252,12 @@ pub(crate) async fn seal_static_values(
     ] {
         for (name, value) in map.iter_mut() {
             env.store
-                .put_secret(env.caller.scope(), &static_item(slug, carrier, name), value)
+                .put_secret(
+                    env.caller.scope(),
+                    Owner::Org,
+                    &static_item(slug, carrier, name),
+                    value,
+                )
                 .await?;
             *value = MASKED_VALUE.to_owned();
         }

@@ -291,7 +291,10 @@ impl SqlStore {
         let subject = write_subject(scope, key.owner)?;
         let sealed: Vec<(&str, String)> = secrets
             .iter()
-            .map(|(item, value)| Ok((item.as_str(), self.key.seal(&scope.tenant, item, value)?)))
+            .map(|(item, value)| {
+                let sealed = self.key.seal_owned(&scope.tenant, subject, item, value)?;
+                Ok((item.as_str(), sealed))
+            })
             .collect::<Result<_>>()?;
         let now = now_ms();
         let mut tx = self.begin_write(&scope.tenant).await?;
@@ -324,12 +327,13 @@ impl SqlStore {
         }
         for (item, value) in sealed {
             sqlx::query(self.backend.sql(
-                "INSERT INTO secret (tenant, item_id, value, created_at, updated_at) \
-                 VALUES (?, ?, ?, ?, ?) \
-                 ON CONFLICT (tenant, item_id) DO UPDATE SET \
+                "INSERT INTO secret (tenant, subject, item_id, value, created_at, updated_at) \
+                 VALUES (?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (tenant, subject, item_id) DO UPDATE SET \
                    value = excluded.value, updated_at = excluded.updated_at",
             ))
             .bind(&scope.tenant)
+            .bind(subject)
             .bind(item)
             .bind(value)
             .bind(now)

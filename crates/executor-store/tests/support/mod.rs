@@ -117,6 +117,68 @@ impl TestDb {
     }
 }
 
+impl TestDb {
+    /// One integer the database answers to `sql`, read beside the store.
+    pub(crate) async fn count_raw(&self, sql: &'static str) -> i64 {
+        match &self.place {
+            Place::Sqlite(dir) => {
+                let options =
+                    sqlx::sqlite::SqliteConnectOptions::new().filename(dir.path().join("data.db"));
+                let mut conn = sqlx::SqliteConnection::connect_with(&options)
+                    .await
+                    .unwrap();
+                let n: i64 = sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap();
+                conn.close().await.ok();
+                n
+            }
+            Place::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+                let n: i64 = sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap();
+                conn.close().await.ok();
+                n
+            }
+        }
+    }
+
+    /// Builds the schema an older build left: this crate's migrations up to `version` only,
+    /// run on the database directly (the store, opened next, runs the rest).
+    pub(crate) async fn migrate_raw_to(&self, version: i64) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("migrations")
+            .join(match self.backend() {
+                Backend::Sqlite => "sqlite",
+                Backend::Postgres => "postgres",
+            });
+        for entry in std::fs::read_dir(&source).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            let number: i64 = name.split('_').next().unwrap().parse().unwrap();
+            if number <= version {
+                std::fs::copy(&path, dir.path().join(&name)).unwrap();
+            }
+        }
+        let migrator = sqlx::migrate::Migrator::new(dir.path()).await.unwrap();
+        match &self.place {
+            Place::Sqlite(data) => {
+                let options = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(data.path().join("data.db"))
+                    .create_if_missing(true);
+                let mut conn = sqlx::SqliteConnection::connect_with(&options)
+                    .await
+                    .unwrap();
+                migrator.run(&mut conn).await.unwrap();
+                conn.close().await.ok();
+            }
+            Place::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+                migrator.run(&mut conn).await.unwrap();
+                conn.close().await.ok();
+            }
+        }
+    }
+}
+
 /// Creates a uniquely named database and answers its URL.
 pub(crate) async fn fresh_database(admin: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
