@@ -100,6 +100,10 @@ pub enum EngineError {
     /// The database does not answer (it is down or every connection is busy): retry later.
     #[error("The database does not answer; try again in {retry_after_secs} s.")]
     Unavailable { retry_after_secs: u64 },
+    /// A stdio MCP server was to be added, configured or spawned where they are off (the team
+    /// server unless its operator allows them); nothing was spawned or stored.
+    #[error("{message}")]
+    StdioMcpDisabled { message: String },
     /// A defect or storage failure. The message is for logs only, never for callers.
     #[error("internal error: {0}")]
     Internal(String),

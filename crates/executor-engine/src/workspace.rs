@@ -157,35 +157,68 @@ impl crate::Engine {
         })
     }
 
+    /// Records a member's attempt that was refused (`what` completes "tried to …").
+    pub(crate) fn audit_denied(&self, caller: &Caller, action: &str, target: &str, what: &str) {
+        self.audit(
+            caller,
+            AuditEntry {
+                outcome: "denied",
+                detail: Some(serde_json::json!({ "attempt": what })),
+                ..AuditEntry::change(action, target)
+            },
+        );
+    }
+
     /// Records what a member did (nothing for callers that are not members).
     pub fn audit(&self, caller: &Caller, entry: AuditEntry) {
-        let Some(email) = caller.member_email() else {
-            return;
-        };
-        let record = AuditRecord {
-            id: 0,
-            tenant: caller.tenant().to_owned(),
-            at: now_ms(),
-            kind: match entry.kind {
-                AuditKind::Change => "change",
-                AuditKind::ToolCall => "tool_call",
-            }
-            .to_owned(),
-            actor_id: caller.subject().map(str::to_owned),
-            actor_email: Some(email.to_owned()),
-            via: via(caller.principal()).to_owned(),
-            action: entry.action,
-            target: entry.target,
-            before: entry.before,
-            after: entry.after,
-            outcome: entry.outcome.to_owned(),
-            detail: entry.detail,
-        };
-        self.inner.audit.push(&self.inner.store, record);
+        if let Some(record) = audit_record(caller, entry) {
+            self.inner.audit.push(&self.inner.store, record);
+        }
+    }
+
+    /// Records what a member is about to do, and returns only once it is in the log: for what
+    /// must be on record before it happens (a command about to run on the host). When the line
+    /// cannot be written, the caller must not go on.
+    pub(crate) async fn audit_before(
+        &self,
+        caller: &Caller,
+        action: &str,
+        target: &str,
+        what: Value,
+    ) -> EngineResult<()> {
+        let entry = AuditEntry::change(action, target).after(Some(what));
+        if let Some(record) = audit_record(caller, entry) {
+            self.inner.store.append_audit(&[record]).await?;
+        }
+        Ok(())
     }
 
     /// Writes the events still buffered (a reader of the log sees everything recorded before).
     pub async fn flush_audit(&self) {
         self.inner.audit.flush(&self.inner.store).await;
     }
+}
+
+/// The log's record of `entry` by `caller`; `None` for callers that are not members.
+fn audit_record(caller: &Caller, entry: AuditEntry) -> Option<AuditRecord> {
+    let email = caller.member_email()?;
+    Some(AuditRecord {
+        id: 0,
+        tenant: caller.tenant().to_owned(),
+        at: now_ms(),
+        kind: match entry.kind {
+            AuditKind::Change => "change",
+            AuditKind::ToolCall => "tool_call",
+        }
+        .to_owned(),
+        actor_id: caller.subject().map(str::to_owned),
+        actor_email: Some(email.to_owned()),
+        via: via(caller.principal()).to_owned(),
+        action: entry.action,
+        target: entry.target,
+        before: entry.before,
+        after: entry.after,
+        outcome: entry.outcome.to_owned(),
+        detail: entry.detail,
+    })
 }

@@ -11,6 +11,10 @@ use executor_store::{AccountStore, AuditFilter, SqlStore, Store, UserRecord};
 use serde_json::Value;
 
 async fn engine() -> (Engine, Arc<SqlStore>, tempfile::TempDir) {
+    engine_with(EngineConfig::with_js_timeout(Duration::from_secs(10))).await
+}
+
+async fn engine_with(config: EngineConfig) -> (Engine, Arc<SqlStore>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqlStore::open(dir.path()).await.unwrap());
     for (id, role, first) in [("usr_owner", "owner", true), ("usr_max", "member", false)] {
@@ -50,10 +54,7 @@ async fn engine() -> (Engine, Arc<SqlStore>, tempfile::TempDir) {
         }
     }
     let shared: Arc<dyn Store> = store.clone();
-    let engine = Engine::new(
-        shared,
-        EngineConfig::with_js_timeout(Duration::from_secs(10)),
-    );
+    let engine = Engine::new(shared, config);
     (engine, store, dir)
 }
 
@@ -370,5 +371,152 @@ async fn a_members_personal_secret_is_theirs_alone() {
             .unwrap()
             .as_deref(),
         Some("alice-key")
+    );
+}
+
+fn stdio_config(allow_stdio: bool) -> EngineConfig {
+    EngineConfig {
+        mcp: executor_mcp::McpClientConfig {
+            allow_stdio,
+            discovery_timeout: Duration::from_secs(5),
+            ..executor_mcp::McpClientConfig::default()
+        },
+        ..EngineConfig::with_js_timeout(Duration::from_secs(10))
+    }
+}
+
+/// A stdio server's command: `sh -c <script>` (it need not speak MCP: what matters is whether
+/// and when it runs).
+fn shell(name: &str, script: String) -> executor_engine::AddStdioMcpServer {
+    executor_engine::AddStdioMcpServer {
+        name: name.to_owned(),
+        command: "sh".to_owned(),
+        args: vec!["-c".to_owned(), script],
+        ..Default::default()
+    }
+}
+
+async fn audit_events(store: &SqlStore) -> Vec<executor_store::AuditRecord> {
+    store
+        .list_audit(
+            "acme",
+            &AuditFilter {
+                limit: 50,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+}
+
+/// Issue #39: where stdio servers are off (the team server by default), adding or configuring
+/// one is refused before anything runs, for owners too; the attempt is on record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_servers_off_spawn_nothing_for_anyone() {
+    let (engine, store, dir) = engine_with(stdio_config(false)).await;
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    for who in ["usr_owner", "usr_max"] {
+        let refused = engine
+            .add_stdio_mcp_server(&member(who), shell("evil", touch.clone()))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, EngineError::StdioMcpDisabled { .. }),
+            "{who}: {refused:?}"
+        );
+        assert!(
+            refused.to_string().contains("--allow-stdio-mcp"),
+            "{refused}"
+        );
+    }
+    // Nor can an existing integration be turned into one.
+    let remote = engine
+        .set_mcp_config(
+            &member("usr_owner"),
+            "nope",
+            &serde_json::json!({"transport": "stdio", "command": "sh", "args": ["-c", touch]}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(remote, EngineError::StdioMcpDisabled { .. }),
+        "{remote:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!marker.exists(), "the command ran");
+    assert!(
+        engine
+            .list_integrations(&member("usr_owner"))
+            .await
+            .unwrap()
+            .iter()
+            .all(|i| i.slug != "evil")
+    );
+    engine.flush_audit().await;
+    let denied: Vec<_> = audit_events(&store)
+        .await
+        .into_iter()
+        .filter(|e| e.action == "mcp.stdio" && e.outcome == "denied")
+        .map(|e| e.actor_id.unwrap_or_default())
+        .collect();
+    assert!(denied.contains(&"usr_owner".to_owned()), "{denied:?}");
+}
+
+/// Issue #39: where stdio servers are on, only admins and owners add them, and the command is
+/// in the audit log before it runs, whether or not the add then succeeds. The command copies
+/// the database as it is when it starts; the copy already holds the line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_commands_are_audited_before_they_run_and_members_cannot_add_them() {
+    let (engine, _store, dir) = engine_with(stdio_config(true)).await;
+    let marker = dir.path().join("member-ran");
+    let refused = engine
+        .add_stdio_mcp_server(
+            &member("usr_max"),
+            shell("evil", format!("touch {}", marker.display())),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, EngineError::OrgWriteDenied { .. }),
+        "{refused:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!marker.exists(), "a member's command ran");
+
+    let snapshot = tempfile::tempdir().unwrap();
+    let script = format!(
+        "cp {}/data.db* {}/ && touch {}/copied",
+        dir.path().display(),
+        snapshot.path().display(),
+        snapshot.path().display()
+    );
+    // Not an MCP server: the add fails after the command ran.
+    let failed = engine
+        .add_stdio_mcp_server(&member("usr_owner"), shell("copier", script))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            failed,
+            EngineError::McpConnection { .. } | EngineError::McpToolDiscovery { .. }
+        ),
+        "{failed:?}"
+    );
+    assert!(snapshot.path().join("copied").exists(), "the command ran");
+    std::fs::remove_file(snapshot.path().join("data.db.owner-lock")).ok();
+    let copy = SqlStore::open(snapshot.path()).await.unwrap();
+    let events = audit_events(&copy).await;
+    let line = events
+        .iter()
+        .find(|e| e.action == "mcp.stdio.add")
+        .unwrap_or_else(|| panic!("no audit line before the command ran: {events:#?}"));
+    assert_eq!(line.actor_id.as_deref(), Some("usr_owner"));
+    assert_eq!(line.target.as_deref(), Some("copier"));
+    let after = line.after.as_ref().unwrap();
+    assert_eq!(after["command"], "sh");
+    assert!(
+        after["args"][1].as_str().unwrap().contains("copied"),
+        "{after}"
     );
 }

@@ -55,6 +55,12 @@ pub enum McpError {
     /// had (`message` says why): the state earlier calls set there is gone.
     #[error("the downstream MCP session of {label} was lost: {message}")]
     SessionLost { label: String, message: String },
+    /// A stdio server was to be spawned by a client that does not allow them
+    /// ([`crate::McpClientConfig::allow_stdio`]); nothing was spawned.
+    #[error(
+        "stdio MCP servers are disabled on this server (its operator enables them with --allow-stdio-mcp)"
+    )]
+    StdioDisabled,
 }
 
 /// How a `tools/call` failed when the server gave no JSON-RPC answer.
@@ -74,7 +80,10 @@ impl McpError {
             | McpError::ListTools { http_status, .. }
             | McpError::Call { http_status, .. } => *http_status,
             McpError::InsufficientScope { .. } => Some(403),
-            McpError::Rpc { .. } | McpError::Timeout { .. } | McpError::SessionLost { .. } => None,
+            McpError::Rpc { .. }
+            | McpError::Timeout { .. }
+            | McpError::SessionLost { .. }
+            | McpError::StdioDisabled => None,
         }
     }
 
@@ -89,7 +98,7 @@ impl McpError {
             McpError::ListTools { .. } => "list_tools",
             McpError::Call { .. } | McpError::Rpc { .. } | McpError::SessionLost { .. } => "call",
             McpError::Timeout { stage } | McpError::InsufficientScope { stage, .. } => stage,
-            McpError::Connect { .. } => "connect",
+            McpError::Connect { .. } | McpError::StdioDisabled => "connect",
         }
     }
 }

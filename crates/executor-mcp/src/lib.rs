@@ -37,7 +37,10 @@ pub use error::{CallFailure, McpError, challenge_param};
 pub use outcome::{call_result_to_outcome, error_to_outcome, is_unknown_tool_message};
 pub use pool::{ExecutionScope, McpClient, McpClientConfig};
 pub use reattach::SessionRecord;
-pub use target::{RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target, TargetRef};
+pub use target::{
+    INHERITED_ENV, RemoteTarget, RemoteTransport, SessionKey, StdioTarget, Target, TargetRef,
+    inherited_env, is_inherited_env,
+};
 
 /// Client identity sent in `initialize` (spec §6).
 pub const CLIENT_NAME: &str = "executor-mcp";

@@ -66,6 +66,7 @@ pub fn call_result_to_outcome(tool_id: &str, result: Value) -> ToolOutcome {
 /// * other JSON-RPC errors → `mcp_rpc_error` with the server's message;
 /// * a 403 `insufficient_scope` challenge → `oauth_scope_insufficient`;
 /// * 401/403 or a failed dial → `connection_rejected` (spec §6 "Error mapping");
+/// * a stdio server where they are off → `stdio_mcp_disabled`;
 /// * anything else → `mcp_call_failed` (the engine may treat it as an infrastructure defect).
 pub fn error_to_outcome(tool_id: &str, error: &McpError) -> ToolOutcome {
     match error {
@@ -84,6 +85,9 @@ pub fn error_to_outcome(tool_id: &str, error: &McpError) -> ToolOutcome {
         McpError::Connect { message, .. } => {
             ToolOutcome::Err(ToolError::new("connection_rejected", message.clone()))
         }
+        McpError::StdioDisabled => ToolOutcome::Err(
+            ToolError::new("stdio_mcp_disabled", error.to_string()).with_status(403),
+        ),
         other if other.is_auth_rejection() => {
             ToolOutcome::Err(ToolError::new("connection_rejected", other.to_string()))
         }

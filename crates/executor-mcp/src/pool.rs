@@ -44,6 +44,10 @@ pub struct McpClientConfig {
     pub call_timeout: Duration,
     /// Maximum `tools/list` pages followed.
     pub max_pages: usize,
+    /// Whether stdio servers may be spawned at all. `false` (the team server unless its operator
+    /// allows them): every stdio connect fails with [`McpError::StdioDisabled`] before anything
+    /// is spawned.
+    pub allow_stdio: bool,
 }
 
 impl Default for McpClientConfig {
@@ -53,6 +57,7 @@ impl Default for McpClientConfig {
             idle_ttl: Duration::from_secs(5 * 60),
             call_timeout: Duration::from_secs(10 * 60),
             max_pages: 100,
+            allow_stdio: true,
         }
     }
 }
@@ -412,6 +417,7 @@ impl Inner {
                 target,
                 handler,
                 self.config.discovery_timeout,
+                self.config.allow_stdio,
                 Linking {
                     link: link.clone(),
                     reinit: !reattached,
@@ -553,10 +559,12 @@ async fn connect(
     target: TargetRef<'_>,
     handler: Handler,
     sse_timeout: Duration,
+    allow_stdio: bool,
     linking: Linking,
 ) -> Result<Service, McpError> {
     let target = match target {
         TargetRef::Remote(remote) => remote,
+        TargetRef::Stdio(_) if !allow_stdio => return Err(McpError::StdioDisabled),
         TargetRef::Stdio(stdio) => return connect_stdio(stdio, handler).await,
     };
     match target.transport {
@@ -725,6 +733,9 @@ async fn connect_stdio(target: &StdioTarget, handler: Handler) -> Result<Service
         return Err(fail("A stdio MCP server needs a command.".to_owned()));
     }
     let mut command = tokio::process::Command::new(&target.command);
+    // Nothing of the executor's own environment but the basics a program needs: its secrets
+    // and configuration (`EXECUTOR_*`, `DATABASE_URL`, `RUST_LOG`…) stay with it.
+    command.env_clear().envs(crate::target::inherited_env());
     for name in &target.env_remove {
         command.env_remove(name);
     }
@@ -880,12 +891,14 @@ impl McpClient {
             routes: None,
         };
         let http = self.inner.http.clone();
+        let allow_stdio = self.inner.config.allow_stdio;
         let work = async move {
             let linking = Linking {
                 link: Arc::default(),
                 reinit: true,
             };
-            let service = connect(http.get(), target, handler, timeout, linking).await?;
+            let service =
+                connect(http.get(), target, handler, timeout, allow_stdio, linking).await?;
             let listed = list_all_tools(service.peer(), &target.describe(), max_pages).await;
             let info = service.peer().peer_info();
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, service.cancel()).await;

@@ -86,16 +86,64 @@ impl RemoteTarget {
     }
 }
 
+/// The variables of the executor's own environment a stdio server inherits: what a program
+/// needs to find its tools, its home and its locale, and nothing else (the executor's secrets
+/// and settings, `EXECUTOR_*`, `DATABASE_URL`, `RUST_LOG`, proxies, cloud credentials, never).
+/// Besides these exact names, every `LC_*`.
+pub const INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    // What Windows programs cannot start without.
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+];
+
+/// Whether a stdio server inherits the executor's variable `name` (see [`INHERITED_ENV`]).
+pub fn is_inherited_env(name: &str) -> bool {
+    // Windows spells variable names in any case; elsewhere a name is exact.
+    let same = |allowed: &&str| {
+        if cfg!(windows) {
+            name.eq_ignore_ascii_case(allowed)
+        } else {
+            name == *allowed
+        }
+    };
+    name.starts_with("LC_") || INHERITED_ENV.iter().any(same)
+}
+
+/// The executor's variables a stdio server inherits, with their values.
+pub fn inherited_env() -> impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(is_inherited_env))
+}
+
 /// A stdio MCP server as spawned: `command args` in `cwd`, with `env` set on top of the
-/// executor's own environment (the integration's static env, then the connection's `stdio_env`
-/// values, already merged by the caller).
+/// allow-listed part of the executor's environment ([`INHERITED_ENV`]; the integration's static
+/// env, then the connection's `stdio_env` values, already merged by the caller).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StdioTarget {
     pub command: String,
     pub args: Vec<String>,
     pub cwd: Option<String>,
     pub env: BTreeMap<String, String>,
-    /// Variables of the executor's own environment the server must not inherit (its secrets).
+    /// Variables of the inherited environment ([`INHERITED_ENV`]) the server must not get.
     pub env_remove: Vec<String>,
 }
 

@@ -233,3 +233,120 @@ async fn commands_that_do_not_start_or_speak_mcp_fail_clearly() {
         Err(McpError::Connect { .. })
     ));
 }
+
+/// Set in the environment of the copy of this test binary that
+/// `a_child_inherits_only_the_allow_list` starts.
+const CHILD_MARK: &str = "EXECUTOR_MCP_TEST_ENV_CHILD";
+
+/// Issue #39: every stdio child inherited the executor's whole environment, its API token
+/// and database URL included. The executor's variables are set on a copy of this test binary
+/// (setting them here would need `unsafe`), which runs [`child_env_is_the_allow_list`].
+#[test]
+fn a_child_inherits_only_the_allow_list() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_env_is_the_allow_list",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_MARK, "1")
+        .env("EXECUTOR_AUTH_TOKEN", "tok-s3cret-0123456789")
+        .env("EXECUTOR_DATABASE_URL", "postgres://u:pw-s3cret@db/x")
+        .env("EXECUTOR_SECRET_KEY", "key-s3cret")
+        .env("DATABASE_URL", "postgres://u:pw-s3cret@db/y")
+        .env("RUST_LOG", "trace")
+        .env("AWS_SECRET_ACCESS_KEY", "aws-s3cret")
+        .env("LC_ALL", "C")
+        .env("LANG", "C.UTF-8")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the child test failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by a_child_inherits_only_the_allow_list, with the executor's variables set"]
+async fn child_env_is_the_allow_list() {
+    assert_eq!(std::env::var(CHILD_MARK).as_deref(), Ok("1"));
+    let client = McpClient::default();
+    let mut t = fixture();
+    t.env.insert("GIVEN".into(), "by-the-integration".into());
+    let k = key(&t, "fx/org/env-allow-list");
+    let scope = client.scope();
+    let env = |name: &str| {
+        let (scope, k, t) = (&scope, &k, &t);
+        let name = name.to_owned();
+        async move {
+            let r = scope
+                .call_tool(
+                    k,
+                    t,
+                    "env",
+                    json!({ "name": name }).as_object().cloned().unwrap(),
+                )
+                .await
+                .unwrap();
+            text(&r)
+        }
+    };
+    for withheld in [
+        "EXECUTOR_AUTH_TOKEN",
+        "EXECUTOR_DATABASE_URL",
+        "EXECUTOR_SECRET_KEY",
+        "DATABASE_URL",
+        "RUST_LOG",
+        "AWS_SECRET_ACCESS_KEY",
+        CHILD_MARK,
+    ] {
+        assert_eq!(
+            env(withheld).await,
+            format!("<unset {withheld}>"),
+            "{withheld} reached the child"
+        );
+    }
+    // The basics a program needs, and what the integration gives it.
+    assert_eq!(env("LC_ALL").await, "C");
+    assert_eq!(env("LANG").await, "C.UTF-8");
+    assert_eq!(env("PATH").await, std::env::var("PATH").unwrap());
+    assert_eq!(env("GIVEN").await, "by-the-integration");
+    scope.finish().await;
+    client.shutdown().await;
+}
+
+/// A client that does not allow stdio servers spawns nothing, for discovery and calls alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_stdio_spawns_nothing() {
+    let client = McpClient::new(McpClientConfig {
+        allow_stdio: false,
+        ..McpClientConfig::default()
+    });
+    let marker = std::env::temp_dir().join(format!(
+        "executor-stdio-off-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let mut t = StdioTarget::new("sh");
+    t.args = vec!["-c".into(), format!("touch {}", marker.display())];
+    assert!(matches!(
+        client.discover(&t).await,
+        Err(McpError::StdioDisabled)
+    ));
+    let scope = client.scope();
+    let called = scope
+        .call_tool(&key(&t, "fx/org/off"), &t, "echo", Map::new())
+        .await;
+    assert!(matches!(called, Err(McpError::StdioDisabled)), "{called:?}");
+    scope.finish().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!marker.exists(), "the command ran");
+    assert_eq!(client.live_sessions(), 0);
+}

@@ -66,18 +66,31 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
-/// The origin's host when it may have CORS: `http(s)://<allowed host>[:port]`.
+/// The `Origin` when it may have CORS: exactly the serialised origin `http(s)://host[:port]` of
+/// an allowed host (loopback, or an `--allowed-host`: `name` for any port, `name:port` for
+/// one). Parsed with the URL standard, so userinfo (`http://localhost:80@evil.example`), paths,
+/// opaque and non-web schemes, and spellings a browser never sends are refused.
 fn cors_origin<'a>(gate: &Gate, headers: &'a HeaderMap) -> Option<&'a HeaderValue> {
     let value = headers.get(header::ORIGIN)?;
-    let origin = value.to_str().ok()?;
-    let rest = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))?;
-    let authority = rest.split('/').next()?.to_ascii_lowercase();
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split(']').next()?.to_owned()
+    let raw = value.to_str().ok()?;
+    let url = url::Url::parse(raw).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    let origin = url.origin();
+    if !origin.is_tuple() || !raw.eq_ignore_ascii_case(&origin.ascii_serialization()) {
+        return None;
+    }
+    let host = match url.host()? {
+        url::Host::Domain(name) => name.to_ascii_lowercase(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => ip.to_string(),
+    };
+    let port = url.port_or_known_default()?;
+    let authority = if host.contains(':') {
+        format!("[{host}]:{port}")
     } else {
-        authority.split(':').next()?.to_owned()
+        format!("{host}:{port}")
     };
     gate.cors_hosts
         .iter()
@@ -193,5 +206,45 @@ mod tests {
         assert!(!origin("http://evil.example"));
         assert!(!origin("http://localhost.evil.example"));
         assert!(!origin("null"));
+    }
+
+    /// Issue #39: a prefix check read `http://localhost:80@evil.com` as loopback (its userinfo
+    /// looked like a port) and granted credentialed CORS to evil.com.
+    #[test]
+    fn cors_origins_are_parsed_not_prefix_matched() {
+        let gate = Gate::new(None, &["box.lan:8443".to_owned()], Caller::local("t"));
+        let origin = |o: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ORIGIN, o.parse().unwrap());
+            cors_origin(&gate, &h).is_some()
+        };
+        for refused in [
+            "http://localhost:80@evil.com",
+            "http://localhost@evil.com",
+            "http://127.0.0.1:5173@evil.com:8080",
+            "http://[::1]@evil.com",
+            "http://evil.com#@localhost",
+            "http://evil.com?@localhost",
+            "http://localhost:5173/path",
+            "http://localhost.",
+            "http:localhost:5173",
+            "ftp://localhost",
+            "file://localhost",
+            "http://box.lan",
+            "https://box.lan:9443",
+            "https://box.lan:8443@evil.com",
+        ] {
+            assert!(!origin(refused), "{refused} must not get CORS");
+        }
+        for allowed in [
+            "http://localhost",
+            "http://localhost:5173",
+            "https://LOCALHOST:5173",
+            "http://127.0.0.1:3000",
+            "http://[::1]",
+            "https://box.lan:8443",
+        ] {
+            assert!(origin(allowed), "{allowed} is a loopback or allowed origin");
+        }
     }
 }

@@ -118,6 +118,10 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::FORBIDDEN,
             json!({"_tag": "OrgWriteDeniedError", "message": message}),
         ),
+        E::StdioMcpDisabled { message } => (
+            StatusCode::FORBIDDEN,
+            json!({"_tag": "StdioMcpDisabledError", "message": message}),
+        ),
         E::PolicyNotFound { id } => (
             StatusCode::NOT_FOUND,
             json!({"_tag": "PolicyNotFoundError", "message": format!("No policy {id}."), "policyId": id}),

@@ -446,6 +446,15 @@ struct ServeFlags {
         value_name = "TOKEN"
     )]
     auth_token: Option<String>,
+    /// `serve`: let admins add stdio MCP servers, which run a command on this host as the
+    /// server's user (off by default; a local `web` server always allows them).
+    #[arg(
+        long,
+        env = "EXECUTOR_ALLOW_STDIO_MCP",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    allow_stdio_mcp: bool,
 }
 
 /// Everything the server needs, validated.
@@ -465,6 +474,21 @@ pub(crate) struct Settings {
     pub(crate) auth_token: Option<String>,
     /// `serve`: the team server, with accounts instead of the API token.
     pub(crate) team: bool,
+    /// `serve --allow-stdio-mcp`.
+    pub(crate) allow_stdio_mcp: bool,
+}
+
+impl Settings {
+    /// What this server may do on its host: a local one everything its user can, the team
+    /// server what its operator allowed.
+    pub(crate) fn exposure(&self) -> crate::server::Exposure {
+        if !self.team {
+            return crate::server::Exposure::LOCAL;
+        }
+        crate::server::Exposure {
+            allow_stdio_mcp: self.allow_stdio_mcp,
+        }
+    }
 }
 
 impl ServeFlags {
@@ -491,6 +515,7 @@ impl ServeFlags {
             database: self.database.database()?,
             auth_token: self.auth_token.as_deref().map(auth_token).transpose()?,
             team: false,
+            allow_stdio_mcp: self.allow_stdio_mcp,
         })
     }
 }

@@ -139,11 +139,26 @@ pub(crate) async fn open_engine(
         lock,
         database,
         Tenancy::ScopeDir(scope_dir),
+        Exposure::LOCAL,
         execution_timeout,
         pause_ttl,
         calls,
     )
     .await
+}
+
+/// What the server may do on its host on behalf of the people it serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Exposure {
+    /// Spawn stdio MCP servers (commands on the host).
+    pub(crate) allow_stdio_mcp: bool,
+}
+
+impl Exposure {
+    /// A local server (`web`, `daemon`, `mcp`): its one user owns the host already.
+    pub(crate) const LOCAL: Exposure = Exposure {
+        allow_stdio_mcp: true,
+    };
 }
 
 /// [`open_engine`] once the owner lock is held: migrations, the engine, and the undoing of
@@ -153,6 +168,7 @@ pub(crate) async fn open_engine_locked(
     lock: DataDirLock,
     database: &Database,
     tenancy: Tenancy<'_>,
+    exposure: Exposure,
     execution_timeout: Duration,
     pause_ttl: Duration,
     calls: executor_engine::CallLimitsConfig,
@@ -205,6 +221,10 @@ pub(crate) async fn open_engine_locked(
                 spill_threads: std::thread::available_parallelism()
                     .map(|n| n.get())
                     .unwrap_or(2),
+            },
+            mcp: executor_mcp::McpClientConfig {
+                allow_stdio: exposure.allow_stdio_mcp,
+                ..executor_mcp::McpClientConfig::default()
             },
             ..EngineConfig::with_js_timeout(execution_timeout)
         },
@@ -288,6 +308,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         } else {
             Tenancy::ScopeDir(&settings.scope_dir)
         },
+        settings.exposure(),
         settings.execution_timeout,
         settings.pause_ttl,
         settings.calls.clone(),

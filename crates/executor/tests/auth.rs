@@ -112,6 +112,31 @@ async fn loopback_origins_get_credentialed_cors_others_do_not() {
             .get("access-control-allow-origin")
             .is_none()
     );
+    // Issue #39: an origin whose userinfo looks like loopback is evil.com's, preflight or not.
+    for disguised in ["http://localhost:80@evil.com", "http://127.0.0.1@evil.com"] {
+        for method in [reqwest::Method::OPTIONS, reqwest::Method::GET] {
+            let answer = anonymous
+                .request(method.clone(), format!("{}/api/tools", h.base))
+                .header("origin", disguised)
+                .header("access-control-request-method", "GET")
+                .send()
+                .await
+                .unwrap();
+            assert!(
+                answer
+                    .headers()
+                    .get("access-control-allow-origin")
+                    .is_none(),
+                "{method} with Origin {disguised} got CORS"
+            );
+            assert!(
+                answer
+                    .headers()
+                    .get("access-control-allow-credentials")
+                    .is_none()
+            );
+        }
+    }
 
     // A refused request still tells a loopback browser why (the CORS headers are on the 401).
     let refused = anonymous

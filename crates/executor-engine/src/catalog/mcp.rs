@@ -186,6 +186,7 @@ impl Engine {
         caller: &Caller,
         input: AddStdioMcpServer,
     ) -> EngineResult<String> {
+        self.ensure_stdio_allowed(caller, "add a stdio MCP server")?;
         self.ensure_may_write(caller, None, "add integrations")
             .await?;
         super::check_integration_text(
@@ -256,6 +257,14 @@ impl Engine {
         let Target::Stdio(target) = config.target_with(&probe) else {
             unreachable!("a stdio config yields a stdio target")
         };
+        // On record before it runs, whether or not the add then succeeds.
+        self.audit_before(
+            caller,
+            "mcp.stdio.add",
+            &slug,
+            stdio_spawn_record(&config, input.env.keys()),
+        )
+        .await?;
         match self.inner.mcp.discover(&target).await {
             Ok(_) => {}
             Err(McpError::Timeout { .. }) => {
@@ -383,7 +392,31 @@ impl Engine {
     }
 }
 
+/// What the audit log records of a stdio command about to run: what runs, where, and the
+/// names (never the values) of the variables it is given.
+fn stdio_spawn_record<'a>(config: &McpConfig, env: impl Iterator<Item = &'a String>) -> Value {
+    let env: Vec<&String> = env.collect();
+    serde_json::json!({
+        "command": config.command,
+        "args": config.args,
+        "cwd": config.cwd,
+        "envNames": env,
+    })
+}
+
 impl Engine {
+    /// Refuses a stdio MCP server where they are off ([`executor_mcp::McpClientConfig::allow_stdio`]),
+    /// before anything is looked at or spawned; a member's attempt is on record.
+    fn ensure_stdio_allowed(&self, caller: &Caller, what: &str) -> EngineResult<()> {
+        if self.inner.mcp.config().allow_stdio {
+            return Ok(());
+        }
+        self.audit_denied(caller, "mcp.stdio", "catalog", what);
+        Err(EngineError::StdioMcpDisabled {
+            message: stdio_disabled_message(),
+        })
+    }
+
     /// Whether the remote server answers as an MCP server, dialled with the config's static
     /// headers and query parameters only (an auth wall counts: credentials come with a
     /// connection). Nothing is stored by the callers when it does not.
@@ -440,6 +473,9 @@ impl Engine {
         slug: &str,
         config: &Value,
     ) -> EngineResult<Value> {
+        if config.get("transport").and_then(Value::as_str) == Some("stdio") {
+            self.ensure_stdio_allowed(caller, "configure a stdio MCP server")?;
+        }
         self.ensure_may_write(caller, None, "change integrations")
             .await?;
         let mut record = self.mcp_record(caller, slug).await?;
@@ -451,7 +487,16 @@ impl Engine {
             config.keep_masked(&previous.headers, &previous.query_params)?;
         }
         if config.is_stdio() {
+            self.ensure_stdio_allowed(caller, "configure a stdio MCP server")?;
             check_command(&config)?;
+            // Its connections are listed again below, which runs the command.
+            self.audit_before(
+                caller,
+                "mcp.stdio.configure",
+                slug,
+                stdio_spawn_record(&config, config.env.keys()),
+            )
+            .await?;
         } else {
             self.check_answers(&config).await?;
         }

@@ -403,6 +403,7 @@ fn tool_error(e: &EngineError) -> Option<ToolError> {
             return Some(ToolError::new(snake_tag(tag), message.clone()));
         }
         EngineError::OrgWriteDenied { message } => ("org_write_denied", message.clone()),
+        EngineError::StdioMcpDisabled { message } => ("stdio_mcp_disabled", message.clone()),
         EngineError::OAuthSessionNotFound { state } => (
             "oauth_session_not_found",
             format!("No pending OAuth sign-in with state {state} (used, cancelled or expired)."),

@@ -16,7 +16,8 @@
 //! MCP error mapping (`kinds::mcp::call_error_outcome`): 401/403 at the handshake or the call →
 //! `connection_rejected`, `insufficient_scope` → `oauth_scope_insufficient`, other connect failures
 //! → `connection_rejected` with the message, an unknown-tool JSON-RPC rejection →
-//! `mcp_tool_unknown` (catalog marked stale), anything else opaque.
+//! `mcp_tool_unknown` (catalog marked stale), a stdio server where they are off →
+//! `stdio_mcp_disabled`, anything else opaque.
 
 use std::collections::BTreeMap;
 
@@ -422,6 +423,9 @@ pub(crate) fn connect_error(e: McpError, transport: &str) -> EngineError {
             message,
             http_status,
         },
+        McpError::StdioDisabled => EngineError::StdioMcpDisabled {
+            message: stdio_disabled_message(),
+        },
         McpError::Timeout { stage } => EngineError::McpToolDiscovery {
             stage: if stage == "list_tools" {
                 "list_tools"
@@ -438,6 +442,11 @@ pub(crate) fn connect_error(e: McpError, transport: &str) -> EngineError {
             insufficient_scope: false,
         },
     }
+}
+
+/// Why a stdio MCP server is refused where they are off.
+pub(crate) fn stdio_disabled_message() -> String {
+    "stdio MCP servers run a command on the executor's host and are disabled on this server; its operator can enable them with --allow-stdio-mcp (EXECUTOR_ALLOW_STDIO_MCP=1).".to_owned()
 }
 
 /// 401/403 at the door: the server is there, it wants credentials. A 403 `insufficient_scope`
@@ -798,6 +807,11 @@ pub(crate) fn call_error_outcome(
     match e {
         McpError::InsufficientScope { message, .. } => Some(ToolOutcome::Err(
             super::scope_insufficient(integration, message),
+        )),
+        McpError::StdioDisabled => Some(ToolOutcome::Err(
+            ToolError::new("stdio_mcp_disabled", stdio_disabled_message())
+                .with_retryable(false)
+                .with_status(403),
         )),
         McpError::Connect {
             http_status: Some(status @ (401 | 403)),
