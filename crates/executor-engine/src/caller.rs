@@ -218,6 +218,27 @@ impl Caller {
         self.scope.tenant == owner.tenant
             && self.subject() == owner.subject.as_deref().filter(|s| !s.is_empty())
     }
+
+    /// Whether this caller may see, answer or read the outcome of an execution that `scope`
+    /// started under `policies`: [`Self::may_act_for`] the scope, and through the same policy
+    /// source. A pause answers only where it was made (`/mcp` or one toolkit's endpoint): a
+    /// toolkit's agent must not receive what a call its toolkit does not grant returned, and a
+    /// pause made under a toolkit is not answered under other rules (issue #39).
+    pub(crate) fn may_answer(&self, scope: &Scope, policies: &PolicySource) -> bool {
+        self.may_act_for(scope) && self.policies == *policies
+    }
+
+    /// The policy source [`Self::recorded`] kept; `None` when nothing was kept (a pause of an
+    /// older build, or a settled row, whose pending interaction is gone).
+    pub(crate) fn recorded_policies(recorded: Option<&serde_json::Value>) -> Option<PolicySource> {
+        let policies = recorded?.get("policies")?;
+        if policies.is_null() {
+            return Some(PolicySource::Global);
+        }
+        policies["toolkit"]
+            .as_str()
+            .map(|id| PolicySource::Toolkit(id.to_owned()))
+    }
 }
 
 /// Tenant and subject, as caches key their entries.

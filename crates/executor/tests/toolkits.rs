@@ -5,7 +5,9 @@
 
 mod support;
 
-use executor_engine::{Caller, EngineError, ExecutionOutcome, PolicySource, ToolListFilter};
+use executor_engine::{
+    Caller, EngineError, ExecutionOutcome, PolicySource, ResumeAction, ToolListFilter,
+};
 use executor_mcp::testing::serve_stateful;
 use serde_json::{Value, json};
 use support::Harness;
@@ -412,15 +414,164 @@ async fn a_pause_made_in_a_toolkit_resumes_under_its_rules_after_a_restart() {
         panic!("the toolkit's require_approval must pause");
     };
 
-    // Restart on the same data dir, then resume over HTTP as the (global) local owner: the
-    // replay still runs under the toolkit, whose block stops select_workspace.
+    // Restart on the same data dir, then resume as the toolkit's caller: the replay still runs
+    // under the toolkit, whose block stops select_workspace.
     let h = h.restart().await;
-    let (status, resumed) = h.resume(&paused.execution_id, "accept").await;
-    assert_eq!(status, 200, "{resumed}");
+    let resumed = h
+        .engine
+        .resume(
+            &in_toolkit(&h, "gated"),
+            &paused.execution_id,
+            ResumeAction::Accept,
+            None,
+        )
+        .await
+        .unwrap();
+    let ExecutionOutcome::Completed(resumed) = resumed else {
+        panic!("it completes");
+    };
     assert_eq!(
-        resumed["structured"]["result"],
+        resumed.structured["result"],
         json!({"seen": true, "chosen": "tool_blocked"}),
-        "{resumed}"
+        "{}",
+        resumed.structured
+    );
+}
+
+/// `tools/call` of `tool` with `arguments` on MCP session `session` at `path`: the tool result.
+async fn mcp_tool(h: &Harness, path: &str, session: &str, tool: &str, arguments: Value) -> Value {
+    let (status, _, answer) = h
+        .mcp_rpc(
+            path,
+            Some(session),
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                   "params": {"name": tool, "arguments": arguments}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    answer["result"].clone()
+}
+
+fn refused_as_unknown(result: &Value) -> bool {
+    result["isError"] == true
+        && result["structuredContent"]["status"] == "execution_not_found"
+        && !result.to_string().contains("deleted")
+}
+
+/// Issue #39: a pause answers only on the endpoint (policy source) it was made on. A toolkit's
+/// agent that learnt the id of a pause made on `/mcp` could resume it with its own `resume` and
+/// receive the result of a tool its toolkit does not grant; the HTTP API (global) could answer
+/// a toolkit's pause under rules it was not made under. Both are refused as unknown, live and
+/// after a restart (saved pause), and so is reading a settled outcome across sources.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_answers_only_the_endpoint_it_was_made_on_live_and_after_a_restart() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "fx").await;
+    connect(&h, "org", "other").await;
+    // The toolkit grants another connection only: never `fx.org.main.delete_everything`.
+    let kit = create_toolkit(&h, "org", "Support").await;
+    grant(&h, &kit, "fx.org.other.*").await;
+    let gated = create_toolkit(&h, "org", "Gated").await;
+    grant(&h, &gated, "fx.org.main.*").await;
+    rule(
+        &h,
+        &gated,
+        "fx.org.main.delete_everything",
+        "require_approval",
+    )
+    .await;
+
+    let delete = json!({"code": "return (await tools.fx.org.main.delete_everything({})).data"});
+    let global = h.mcp_session("/mcp").await.unwrap();
+    let support = h.mcp_session("/mcp/toolkits/support").await.unwrap();
+    let paused = mcp_tool(&h, "/mcp", &global, "execute", delete.clone()).await;
+    let id = paused["structuredContent"]["executionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a pause: {paused}"))
+        .to_owned();
+    let accept = json!({"executionId": id, "action": "accept"});
+
+    // Live: the toolkit's session cannot resume (nor see) the global pause.
+    let stolen = mcp_tool(
+        &h,
+        "/mcp/toolkits/support",
+        &support,
+        "resume",
+        accept.clone(),
+    )
+    .await;
+    assert!(refused_as_unknown(&stolen), "{stolen}");
+    let support_caller = in_toolkit(&h, "support");
+    assert!(matches!(
+        h.engine.paused_execution(&support_caller, &id).await,
+        Err(EngineError::ExecutionNotFound { .. })
+    ));
+    // A toolkit's pause is not answered over the (global) HTTP API either.
+    let kit_caller = in_toolkit(&h, "gated");
+    let ExecutionOutcome::Paused(kit_pause) = h
+        .engine
+        .execute(
+            &kit_caller,
+            delete["code"].as_str().unwrap().to_owned(),
+            false,
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("a destructive tool pauses in the toolkit too");
+    };
+    let (status, body) = h.resume(&kit_pause.execution_id, "accept").await;
+    assert_eq!(
+        (status, body["_tag"].as_str()),
+        (404, Some("ExecutionNotFoundError")),
+        "{body}"
+    );
+
+    // After a restart (both pauses saved), the same.
+    let h = h.restart().await;
+    let support_caller = in_toolkit(&h, "support");
+    let support = h.mcp_session("/mcp/toolkits/support").await.unwrap();
+    let stolen = mcp_tool(
+        &h,
+        "/mcp/toolkits/support",
+        &support,
+        "resume",
+        accept.clone(),
+    )
+    .await;
+    assert!(refused_as_unknown(&stolen), "{stolen}");
+    let stolen = h
+        .engine
+        .resume(&support_caller, &id, ResumeAction::Accept, None)
+        .await;
+    assert!(
+        matches!(stolen, Err(EngineError::ExecutionNotFound { .. })),
+        "{stolen:?}"
+    );
+    let (status, body) = h.resume(&kit_pause.execution_id, "accept").await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(fixture.ledger.call_session_ids().len(), 0, "nothing ran");
+
+    // Each answers where it was made; the settled outcome is not read across sources either.
+    let global = h.mcp_session("/mcp").await.unwrap();
+    let done = mcp_tool(&h, "/mcp", &global, "resume", accept.clone()).await;
+    assert!(done.to_string().contains("deleted"), "{done}");
+    let late = mcp_tool(&h, "/mcp/toolkits/support", &support, "resume", accept).await;
+    assert!(refused_as_unknown(&late), "{late}");
+    let kit_done = h
+        .engine
+        .resume(
+            &in_toolkit(&h, "gated"),
+            &kit_pause.execution_id,
+            ResumeAction::Accept,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&kit_done, ExecutionOutcome::Completed(c) if c.text.contains("deleted")),
+        "{kit_done:?}"
     );
 }
 

@@ -11,8 +11,9 @@
 // - independence from the global policies (a global block does not reach in, a global approve
 //   does not loosen a toolkit's require_approval, a global require_approval does not gate it);
 // - the tool's default, rule order, org toolkits against personal (`user`) connections;
-// - approval and resume in a toolkit (MCP `resume`, `POST /api/executions/{id}/resume`, after a
-//   SIGTERM restart on the same data dir), replayed under the toolkit's rules; native mode
+// - approval and resume in a toolkit (MCP `resume`, also after a SIGTERM restart on the same data
+//   dir), replayed under the toolkit's rules; the global HTTP API and `/mcp` cannot see or answer a
+//   toolkit's pause (issue #39: a pause answers only the endpoint it was made on); native mode
 //   (`?elicitation_mode=native`, answered by the SDK client);
 // - live edits seen by one open session at its next call;
 // - an unknown slug (the session works, exposes nothing), unknown MCP paths (404, -32001) and a
@@ -635,7 +636,7 @@ const e = await tools.${a}.org.main.echo({ message: ${JSON.stringify(message)} }
 const s = await tools.${a}.org.main.select_workspace({});
 return { echo: e.ok ? e.data.content[0].text : e.error.code, select: s.ok ? "ran" : s.error.code };`;
 
-test("MCP · a toolkit require_approval pauses; resume by the MCP tool and over HTTP runs under the toolkit's rules", T, async () => {
+test("MCP · a toolkit require_approval pauses; resume by the toolkit's MCP tool runs under its rules; HTTP and /mcp cannot answer it", T, async () => {
   const { a } = await twoIntegrations(ex);
   const kit = await gatedToolkit(ex, a);
   const { client } = await onToolkit(ex, kit.slug);
@@ -653,16 +654,17 @@ test("MCP · a toolkit require_approval pauses; resume by the MCP tool and over 
     assert.deepEqual(done.structuredContent.result, { echo: "echo:via-mcp", select: "tool_blocked" }, show(done));
     assert.equal(downstreamCalls(), 1, `only echo went downstream: ${show(fixture.requests())}`);
 
-    // The same over HTTP: POST /api/executions/{id}/resume.
+    // Not over HTTP (global policies): neither seen nor answered, as if unknown.
     const paused2 = await execTool(client, gatedCode(a, "via-http"));
     const id2 = assertPausedOn(paused2, `${a}.org.main.echo`);
     const view = await ex.api("GET", `/api/executions/${id2}`);
-    assert.equal(view.status, 200, show(view.body));
-    assert.equal(view.body.structured?.executionId, id2, show(view.body));
-    const resumed = await ex.api("POST", `/api/executions/${id2}/resume`, { action: "accept" });
-    assert.equal(resumed.status, 200, show(resumed.body));
-    assert.equal(resumed.body.status, "completed", show(resumed.body));
-    assert.deepEqual(resumed.body.structured?.result, { echo: "echo:via-http", select: "tool_blocked" }, show(resumed.body));
+    assert.equal(view.status, 404, show(view.body));
+    const refused = await ex.api("POST", `/api/executions/${id2}/resume`, { action: "accept" });
+    assert.equal(refused.status, 404, show(refused.body));
+    assert.equal(refused.body?._tag, "ExecutionNotFoundError", show(refused.body));
+    assert.equal(downstreamCalls(), 1, show(fixture.requests()));
+    const resumed = await resumeTool(client, id2, "accept");
+    assert.deepEqual(resumed.structuredContent?.result, { echo: "echo:via-http", select: "tool_blocked" }, show(resumed));
     assert.equal(downstreamCalls(), 2, show(fixture.requests()));
 
     // Decline rejects the call inside the code, as on /mcp.
@@ -702,7 +704,7 @@ test("MCP · ?elicitation_mode=native on a toolkit endpoint: the approval is ask
   }
 });
 
-test("restart (SIGTERM, same data dir): toolkit pauses resume under the toolkit's rules, by HTTP and by MCP", { timeout: 60_000 }, async () => {
+test("restart (SIGTERM, same data dir): toolkit pauses resume under the toolkit's rules by its MCP tool, not over HTTP", { timeout: 60_000 }, async () => {
   const first = await startExecutor();
   let second;
   try {
@@ -724,13 +726,14 @@ test("restart (SIGTERM, same data dir): toolkit pauses resume under the toolkit'
     const kits = (await second.api("GET", "/api/toolkits")).body.toolkits;
     assert.ok(kits.some((k) => k.id === kit.id && k.slug === kit.slug), `the toolkit survives the restart: ${show(kits)}`);
 
-    const resumed = await second.api("POST", `/api/executions/${httpId}/resume`, { action: "accept" });
-    assert.equal(resumed.status, 200, `${show(resumed.body)}\n${second.logs()}`);
-    assert.equal(resumed.body.status, "completed", show(resumed.body));
-    assert.deepEqual(resumed.body.structured?.result, { echo: "echo:http-after-restart", select: "tool_blocked" }, show(resumed.body));
+    const refused = await second.api("POST", `/api/executions/${httpId}/resume`, { action: "accept" });
+    assert.equal(refused.status, 404, `${show(refused.body)}\n${second.logs()}`);
 
     const { client: again } = await onToolkit(second, kit.slug);
     try {
+      const resumed = await resumeTool(again, httpId, "accept");
+      assert.equal(resumed.structuredContent?.status, "completed", show(resumed));
+      assert.deepEqual(resumed.structuredContent.result, { echo: "echo:http-after-restart", select: "tool_blocked" }, show(resumed));
       const done = await resumeTool(again, mcpId, "accept");
       assert.equal(done.structuredContent?.status, "completed", show(done));
       assert.deepEqual(done.structuredContent.result, { echo: "echo:mcp-after-restart", select: "tool_blocked" }, show(done));

@@ -35,7 +35,9 @@
 //! resume see the state the earlier ones set. A session the server forgot (404), a stdio child (it
 //! died with us) or a legacy SSE stream cannot come back: every later call of that connection in
 //! the execution answers `upstream_session_lost`, never a fresh session. Resume is idempotent
-//! (settled → stored outcome; concurrent resumes share one answer); pauses expire after `pause_ttl`
+//! (settled → stored outcome; concurrent resumes share one answer), and answers only the policy
+//! source the execution ran under (`/mcp` or one toolkit's endpoint; a settled row, which keeps no
+//! source, only the global one); pauses expire after `pause_ttl`
 //! (a background sweep; resume then answers with an `expired` error outcome); settled rows are
 //! purged after `history_retention`.
 
@@ -61,7 +63,7 @@ use tokio::task::AbortHandle;
 
 use self::dispatch::{ExecutionCtx, ExecutionHost};
 use self::journal::{Event, Journal, PauseSink};
-use crate::caller::Caller;
+use crate::caller::{Caller, PolicySource};
 use crate::error::{EngineError, EngineResult};
 use crate::{Engine, Inner};
 
@@ -231,10 +233,10 @@ impl From<SharedError> for EngineError {
 #[derive(Default)]
 pub(crate) struct Registry {
     paused: Mutex<HashMap<String, PausedExecution>>,
-    /// Recently settled saved executions, with the scope they belong to.
-    settled: Mutex<VecDeque<(String, Scope, Completed)>>,
-    /// Resumes in flight, with the scope of their execution.
-    resuming: Mutex<HashMap<String, (Scope, watch::Receiver<Shared>)>>,
+    /// Recently settled saved executions, with the scope and policy source they ran under.
+    settled: Mutex<VecDeque<(String, Scope, PolicySource, Completed)>>,
+    /// Resumes in flight, with the scope and policy source of their execution.
+    resuming: Mutex<HashMap<String, (Scope, PolicySource, watch::Receiver<Shared>)>>,
     /// Executions left `running` by a previous process are failed once, before this process
     /// writes `running` itself.
     recovered: tokio::sync::OnceCell<()>,
@@ -269,19 +271,24 @@ impl Registry {
         }
     }
 
-    fn settle(&self, id: String, scope: Scope, completed: Completed) {
+    fn settle(&self, id: String, owner: &Caller, completed: Completed) {
         let mut settled = lock(&self.settled);
         if settled.len() >= SETTLED_KEEP {
             settled.pop_front();
         }
-        settled.push_back((id, scope, completed));
+        settled.push_back((
+            id,
+            owner.scope().clone(),
+            owner.policies().clone(),
+            completed,
+        ));
     }
 
     fn replay(&self, caller: &Caller, id: &str) -> Option<Completed> {
         lock(&self.settled)
             .iter()
-            .find(|(k, scope, _)| k == id && caller.may_act_for(scope))
-            .map(|(_, _, c)| c.clone())
+            .find(|(k, scope, policies, _)| k == id && caller.may_answer(scope, policies))
+            .map(|(_, _, _, c)| c.clone())
     }
 }
 
@@ -522,8 +529,9 @@ impl Engine {
         match live.events.recv().await {
             Some((_, ExecEvent::Done(completed))) => {
                 if live.journal.is_persisted() {
-                    let scope = live.journal.caller.scope().clone();
-                    self.inner.executions.settle(id, scope, completed.clone());
+                    self.inner
+                        .executions
+                        .settle(id, &live.journal.caller, completed.clone());
                 }
                 Ok(ExecutionOutcome::Completed(completed))
             }
@@ -575,7 +583,7 @@ impl Engine {
         {
             let paused = lock(&self.inner.executions.paused);
             if let Some(p) = paused.get(id) {
-                return if p.expires_at > now && caller.may_act_for(p.live.journal.caller.scope()) {
+                return if p.expires_at > now && answers(caller, &p.live.journal.caller) {
                     let deadline = Deadline {
                         expires_at: p.expires_at,
                         ttl: self.inner.pause_ttl,
@@ -593,7 +601,13 @@ impl Engine {
                 };
             }
         }
-        let Some(rec) = self.inner.store.get_execution(caller.scope(), id).await? else {
+        let Some(rec) = self
+            .inner
+            .store
+            .get_execution(caller.scope(), id)
+            .await?
+            .filter(|rec| row_answers(caller, rec))
+        else {
             return Err(not_found());
         };
         match (&rec.status, &rec.pending, rec.expires_at) {
@@ -623,15 +637,18 @@ impl Engine {
         let joined = {
             let mut resuming = lock(&registry.resuming);
             match resuming.get(id) {
-                Some((scope, _)) if !caller.may_act_for(scope) => {
+                Some((scope, policies, _)) if !caller.may_answer(scope, policies) => {
                     return Err(EngineError::ExecutionNotFound {
                         execution_id: id.to_owned(),
                     });
                 }
-                Some((_, rx)) => Err(rx.clone()),
+                Some((_, _, rx)) => Err(rx.clone()),
                 None => {
                     let (tx, rx) = watch::channel(None);
-                    resuming.insert(id.to_owned(), (caller.scope().clone(), rx));
+                    resuming.insert(
+                        id.to_owned(),
+                        (caller.scope().clone(), caller.policies().clone(), rx),
+                    );
                     Ok(tx)
                 }
             }
@@ -680,7 +697,7 @@ impl Engine {
         let taken = {
             let mut paused = lock(&self.inner.executions.paused);
             match paused.get(id) {
-                Some(p) if caller.may_act_for(p.live.journal.caller.scope()) => paused.remove(id),
+                Some(p) if answers(caller, &p.live.journal.caller) => paused.remove(id),
                 _ => None,
             }
         };
@@ -736,7 +753,11 @@ impl Engine {
             execution_id: id.to_owned(),
         };
         let store = &self.inner.store;
-        let Some(rec) = store.get_execution(caller.scope(), id).await? else {
+        let Some(rec) = store
+            .get_execution(caller.scope(), id)
+            .await?
+            .filter(|rec| row_answers(caller, rec))
+        else {
             return Err(not_found());
         };
         match rec.status {
@@ -996,6 +1017,21 @@ pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
             tokio::time::sleep(every).await;
         }
     });
+}
+
+/// Whether `caller` may answer the live execution `owner` runs (its scope and policy source).
+fn answers(caller: &Caller, owner: &Caller) -> bool {
+    caller.may_answer(owner.scope(), owner.policies())
+}
+
+/// Whether `caller` (whose scope the store matched) may answer the saved execution `rec`: a
+/// paused row keeps its policy source with its pending interaction; a row that keeps none (a
+/// settled one, or a pause of an older build) answers only the global source, so a toolkit's
+/// agent never reads an outcome it cannot tell was made under its toolkit.
+fn row_answers(caller: &Caller, rec: &ExecutionRecord) -> bool {
+    let kept = Caller::recorded_policies(rec.pending.as_ref().and_then(|p| p.get("caller")))
+        .unwrap_or(PolicySource::Global);
+    *caller.policies() == kept
 }
 
 fn ttl_ms(d: Duration) -> i64 {
