@@ -103,6 +103,23 @@ pub struct Identity {
     pub via: Via,
     /// The token's row (sessions: what sign-out removes).
     pub token_id: String,
+    /// OAuth access tokens: the grant its access and refresh tokens share, which outlives each
+    /// access token (a refresh issues a new one of the same grant).
+    pub grant_id: Option<String>,
+}
+
+impl Identity {
+    /// What this credential is, stable for its life: an OAuth grant (every access token a
+    /// refresh of it issues), an API key or a sign-in session, by id. What an agent's MCP
+    /// session is bound to.
+    pub fn credential(&self) -> String {
+        match (&self.via, &self.grant_id) {
+            (Via::OAuth { .. }, Some(grant)) => format!("oauth-grant:{grant}"),
+            (Via::OAuth { .. }, None) => format!("oauth-token:{}", self.token_id),
+            (Via::ApiKey, _) => format!("api-key:{}", self.token_id),
+            (Via::Session, _) => format!("session:{}", self.token_id),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -436,6 +453,7 @@ impl Accounts {
             role,
             via,
             token_id: record.id,
+            grant_id: record.grant_id,
         }))
     }
 

@@ -1,7 +1,7 @@
-//! Agent MCP sessions kept in a database replicas share, so a session opened on one replica is
-//! served by another when a load balancer sends it there. The MCP server decides what to keep
-//! and checks it on use; this is only where it lives. A process that owns its database keeps
-//! nothing: its sessions live and die with it.
+//! Agent MCP sessions kept in the store, so a session is served by a process that does not hold
+//! it in memory: after it idled out of memory, after a restart, or on another replica when a
+//! load balancer sends it there. The MCP server decides what to keep and checks it on use; this
+//! is only where it lives.
 
 use std::time::Duration;
 

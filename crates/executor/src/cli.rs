@@ -435,6 +435,11 @@ struct ServeFlags {
     /// Most `/mcp` sessions alive at once for one bearer token (same rules).
     #[arg(long, env = "EXECUTOR_MAX_MCP_SESSIONS_PER_TOKEN", default_value_t = executor_server::McpSessionLimits::DEFAULT_PER_TOKEN)]
     max_mcp_sessions_per_token: usize,
+    /// How long an `/mcp` session with no request stays in memory (a duration like 30m, 24h);
+    /// then it is released, and its next request restores it from its record, which lives 7
+    /// days from the session's start or until the client deletes it.
+    #[arg(long, env = "EXECUTOR_MCP_SESSION_IDLE_TIMEOUT", default_value = "24h")]
+    mcp_session_idle_timeout: String,
     #[command(flatten)]
     database: DatabaseFlags,
     /// The API's bearer token, instead of the one minted into the data directory (replicas
@@ -510,6 +515,7 @@ impl ServeFlags {
             mcp_sessions: mcp_session_limits(
                 self.max_mcp_sessions,
                 self.max_mcp_sessions_per_token,
+                &self.mcp_session_idle_timeout,
             )?,
             foreground_web: false,
             database: self.database.database()?,
@@ -535,11 +541,21 @@ fn auth_token(raw: &str) -> anyhow::Result<String> {
 fn mcp_session_limits(
     total: usize,
     per_token: usize,
+    idle: &str,
 ) -> anyhow::Result<executor_server::McpSessionLimits> {
     if total == 0 || per_token == 0 {
         bail!("--max-mcp-sessions and --max-mcp-sessions-per-token must be at least 1");
     }
-    Ok(executor_server::McpSessionLimits { total, per_token })
+    let idle = parse_duration(idle)
+        .with_context(|| format!("invalid --mcp-session-idle-timeout {idle:?}"))?;
+    if idle < Duration::from_secs(1) {
+        bail!("--mcp-session-idle-timeout must be at least 1s");
+    }
+    Ok(executor_server::McpSessionLimits {
+        total,
+        per_token,
+        idle,
+    })
 }
 
 fn execution_timeout(raw: &str) -> anyhow::Result<Duration> {
@@ -839,6 +855,8 @@ impl ServeFlags {
             settings.mcp_sessions.total.to_string(),
             "--max-mcp-sessions-per-token".to_owned(),
             settings.mcp_sessions.per_token.to_string(),
+            "--mcp-session-idle-timeout".to_owned(),
+            format!("{}ms", settings.mcp_sessions.idle.as_millis()),
         ];
         for allowed in &self.allowed_hosts {
             args.push("--allowed-host".to_owned());

@@ -621,6 +621,7 @@ async fn mcp_sessions_are_capped_closing_the_longest_idle_first() {
         mcp_sessions: executor_server::McpSessionLimits {
             total: 2,
             per_token: 2,
+            ..Default::default()
         },
         ..Options::default()
     })
@@ -946,4 +947,218 @@ async fn wire_errors_are_json_rpc() {
         .await
         .unwrap();
     assert!(known.status().is_success(), "{}", known.status());
+}
+
+/// A raw request to `/mcp{query}` carrying `authorization` (and the session, if any).
+fn raw_mcp(
+    h: &Harness,
+    method: reqwest::Method,
+    query: &str,
+    authorization: &str,
+    session: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let mut request = h
+        .http
+        .request(method, format!("{}/mcp{query}", h.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("authorization", authorization);
+    if let Some(id) = session {
+        request = request.header("mcp-session-id", id);
+    }
+    request
+}
+
+/// Opens a session as `authorization` (advertising form elicitation), handshake completed.
+async fn session_of(h: &Harness, query: &str, authorization: &str) -> String {
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},
+        "clientInfo":{"name":"c","version":"1"}}});
+    let answer = raw_mcp(h, reqwest::Method::POST, query, authorization, None)
+        .json(&init)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let id = answer.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let done = raw_mcp(h, reqwest::Method::POST, query, authorization, Some(&id))
+        .json(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 202);
+    id
+}
+
+/// Issue #39 (6): an MCP session was usable by anyone who knew its id. Another client could
+/// answer its pending elicitation (approve a destructive call), send requests on it, listen to
+/// it or delete it. A session now answers only the credential that opened it; any other gets
+/// 404 as if it did not exist, whether the session is held in memory or only in its record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_answers_only_the_credential_that_opened_it() {
+    let fixture = serve_stateful().await;
+    // An open server: the credential is the `Authorization` header as sent.
+    let h = start().await;
+    h.add_fixture(&fixture, "stateful").await;
+    let (agent, intruder) = ("Bearer agent-a-token", "Bearer someone-else");
+    let native = "?elicitation_mode=native";
+    let session = session_of(&h, native, agent).await;
+
+    // A destructive call asks the agent's client (native elicitation) and waits.
+    let code = r#"
+try { const r = await tools.stateful.org.main.delete_everything({}); return r.data; }
+catch (e) { return "threw: " + e.message; }"#;
+    let mut call = raw_mcp(&h, reqwest::Method::POST, native, agent, Some(&session))
+        .json(&execute_request(5, code))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(call.status(), 200);
+    let asked = sse_events(&mut call, |e| {
+        e.iter().any(|(_, d)| d.contains("elicitation/create"))
+    })
+    .await;
+    let ask: Value = asked
+        .iter()
+        .find(|(_, d)| d.contains("elicitation/create"))
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .unwrap();
+    let accept = json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept","content":{}}});
+
+    // The intruder knows the session id: every use of it is a 404.
+    let answered = raw_mcp(&h, reqwest::Method::POST, native, intruder, Some(&session))
+        .json(&accept)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 404, "answering the elicitation");
+    let listed = raw_mcp(&h, reqwest::Method::POST, "", intruder, Some(&session))
+        .json(&json!({"jsonrpc":"2.0","id":9,"method":"tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), 404, "a request on it");
+    let listen = raw_mcp(&h, reqwest::Method::GET, "", intruder, Some(&session))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listen.status(), 404, "its stream");
+    let deleted = raw_mcp(&h, reqwest::Method::DELETE, "", intruder, Some(&session))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 404, "deleting it");
+    // Nor does a request without any credential reach it.
+    let bare = h
+        .http
+        .post(format!("{}/mcp", h.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .json(&json!({"jsonrpc":"2.0","id":9,"method":"tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bare.status(), 404);
+
+    // The agent's own answer still decides: the elicitation was not answered by the intruder.
+    let decline = json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"decline"}});
+    let answered = raw_mcp(&h, reqwest::Method::POST, native, agent, Some(&session))
+        .json(&decline)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 202);
+    let rest = sse_events(&mut call, |e| e.iter().any(|(_, d)| d.contains("\"id\":5"))).await;
+    let result = rest.iter().find(|(_, d)| d.contains("\"id\":5")).unwrap();
+    assert!(
+        result.1.contains("declined") && !result.1.contains("deleted"),
+        "{result:?}"
+    );
+    assert_eq!(list_status_as(&h, agent, &session).await, 200);
+
+    // A session known only from its record (this server restarted) is bound the same way.
+    let h = h.restart().await;
+    assert_eq!(list_status_as(&h, intruder, &session).await, 404);
+    let deleted = raw_mcp(&h, reqwest::Method::DELETE, "", intruder, Some(&session))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 404);
+    assert_eq!(list_status_as(&h, agent, &session).await, 200);
+}
+
+async fn list_status_as(h: &Harness, authorization: &str, session: &str) -> u16 {
+    raw_mcp(h, reqwest::Method::POST, "", authorization, Some(session))
+        .json(&json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Issue #39 (10): an agent's session idle for 330 s was gone (rmcp's 5-minute idle timeout),
+/// and the official SDK's client then failed every call with 404 "Session not found". An idle
+/// session now leaves memory after the idle limit but keeps its record, and its next request
+/// restores it; a DELETE ends it for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_is_restored_from_its_record() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start_opts(Options {
+        mcp_sessions: executor_server::McpSessionLimits {
+            idle: Duration::from_secs(2),
+            ..Default::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    h.add_fixture(&fixture, "stateful").await;
+    let session = open_session(&h).await.unwrap();
+    assert_eq!(list_status(&h, &session).await, 200);
+
+    // A call longer than the idle limit is not idle: the session stays in memory under it.
+    let (status, _, answer) = rpc(
+        &h,
+        Some(&session),
+        execute_request(
+            3,
+            "return (await tools.stateful.org.main.slow({ ms: 2600 })).ok",
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "true", "{answer}");
+
+    // Idle past the limit: released, then restored by its next request.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (status, _, answer) = rpc(
+        &h,
+        Some(&session),
+        execute_request(
+            4,
+            "return (await tools.stateful.org.main.get_workspace({})).ok",
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "true", "{answer}");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(list_status(&h, &session).await, 200, "restored again");
+
+    // Deleted (while released, then while held): gone for good.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let delete = |id: String| {
+        h.http
+            .delete(format!("{}/mcp", h.base))
+            .header("mcp-session-id", id)
+            .send()
+    };
+    assert_eq!(delete(session.clone()).await.unwrap().status(), 202);
+    assert_eq!(list_status(&h, &session).await, 404);
+    let held = open_session(&h).await.unwrap();
+    assert_eq!(delete(held.clone()).await.unwrap().status(), 202);
+    assert_eq!(list_status(&h, &held).await, 404);
 }

@@ -4,7 +4,9 @@
 //! Both protocol generations are served: clients on 2025-11-25 and older get sessions
 //! (`Mcp-Session-Id`, SSE replies as rmcp requires in session mode), 2026-07-28 clients are served
 //! statelessly with JSON replies. Paused executions live in the engine, never in the MCP session,
-//! so a pause created on one session can be resumed from another (or over `/api`).
+//! so a pause created on one session can be resumed from another of the same endpoint (or, for
+//! `/mcp`'s, over `/api`): the engine answers a pause only under the policy source it was made
+//! under.
 
 mod events;
 mod handler;
@@ -23,6 +25,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 pub use handler::{ElicitationMode, ExecutorMcp, SERVER_NAME, SERVER_VERSION, server_config};
+pub(crate) use sessions::SessionCredential;
 pub use sessions::{CappedSessions, McpSessionLimits, SESSION_LIMIT_CODE};
 
 /// Which MCP endpoint a request reached: `/mcp`, or `/mcp/toolkits/<slug>` (spec §5). A session
@@ -106,7 +109,7 @@ fn allowed_origins(hosts: &[String]) -> Vec<String> {
 }
 
 /// The rmcp service for `/mcp`. Sessions end when `cancel` fires (server shutdown); `sessions`
-/// caps how many live at once.
+/// caps how many live at once, and restores those it keeps records of.
 pub fn http_service(
     engine: Engine,
     caller: Caller,
@@ -124,8 +127,9 @@ pub fn http_service(
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_max_request_body_bytes(crate::MAX_BODY_BYTES)
         .with_cancellation_token(cancel);
-    // Replicas sharing a database: a session another replica opened is replayed here.
-    if engine.shares_database() {
+    // A session not held in memory (released while idle, opened before a restart or on another
+    // replica) is replayed here from its record.
+    if sessions.kept().is_some() {
         config.session_store = Some(Arc::new(sessions::KeptSessions::new(engine.clone())));
     }
     StreamableHttpService::new(
@@ -149,11 +153,8 @@ pub(crate) fn router(
     limits: McpSessionLimits,
     cancel: CancellationToken,
 ) -> Router {
-    let sessions = Arc::new(if engine.shares_database() {
-        CappedSessions::new(limits).kept_in(engine.clone())
-    } else {
-        CappedSessions::new(limits)
-    });
+    let sessions = Arc::new(CappedSessions::new(limits).kept_in(engine.clone()));
+    sessions::spawn_idle_sweeper(Arc::downgrade(&sessions));
     let service = http_service(
         engine,
         caller,

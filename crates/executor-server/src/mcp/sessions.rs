@@ -1,18 +1,30 @@
-//! A cap on live `/mcp` sessions (issue #17: 5,000 `initialize` calls without DELETE held
-//! 280 MB). rmcp's [`LocalSessionManager`] keeps every session until its 5-minute idle timeout;
-//! [`CappedSessions`] wraps it and, when an `initialize` would go over a cap (per bearer token,
-//! and in all), first closes the idle session that has been idle longest. A session is idle when
-//! no request of it is in flight (its response stream has ended); a session whose calls are
-//! still running is never closed under its client. When every session in the way is busy, the
-//! `initialize` is answered with a JSON-RPC error and no session is kept.
+//! Live `/mcp` sessions: who may use each, how many live, and how long an idle one is held.
+//!
+//! A session is bound to the credential that opened it ([`SessionCredential`]: on a team server
+//! the OAuth grant, API key or sign-in session, on a local server the token) and to its endpoint;
+//! the MCP router answers a request of another credential as if the session did not exist.
+//!
+//! Caps (issue #17: 5,000 `initialize` calls without DELETE held 280 MB): [`CappedSessions`]
+//! wraps rmcp's [`LocalSessionManager`] and, when an `initialize` would go over a cap (per
+//! credential, and in all), first closes the idle session that has been idle longest. A session
+//! is idle when no request of it is in flight (its response stream has ended); a session whose
+//! calls are still running is never closed under its client. When every session in the way is
+//! busy, the `initialize` is answered with a JSON-RPC error and no session is kept.
+//!
+//! Idle sessions (issue #39): every session is recorded in the store ([`KeptSessions`]) with its
+//! credential and endpoint. One idle for [`McpSessionLimits::idle`] (no request in flight, none
+//! begun) leaves memory but keeps its record, and its next request restores it from the record
+//! as a replica would (rmcp replays its `initialize`), so an agent that keeps a session for hours
+//! never meets a 404. The record goes with an HTTP DELETE, with an eviction over a cap, or
+//! [`executor_engine`]'s lifetime after it was opened. rmcp's own idle timeout (5 minutes, also
+//! while a long call sends nothing) is off: [`spawn_idle_sweeper`] does this instead.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use executor_engine::{Engine, McpSessionRecord};
 use futures::Stream;
@@ -34,18 +46,22 @@ use super::Resource;
 /// JSON-RPC error code of a refused `initialize` (in the implementation-defined server range).
 pub const SESSION_LIMIT_CODE: i32 = -32001;
 
-/// How many `/mcp` sessions may live at once.
+/// How many `/mcp` sessions may live at once, and how long an idle one is held in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct McpSessionLimits {
     /// In all.
     pub total: usize,
-    /// Per bearer token (sessions of an open server share one).
+    /// Per credential (a token, API key or OAuth grant; sessions of an open server share one).
     pub per_token: usize,
+    /// How long a session with no request leaves it in memory; then it is released and its
+    /// next request restores it from its record.
+    pub idle: Duration,
 }
 
 impl McpSessionLimits {
     pub const DEFAULT_TOTAL: usize = 1_000;
     pub const DEFAULT_PER_TOKEN: usize = 256;
+    pub const DEFAULT_IDLE: Duration = Duration::from_secs(24 * 3600);
 }
 
 impl Default for McpSessionLimits {
@@ -53,15 +69,54 @@ impl Default for McpSessionLimits {
         Self {
             total: Self::DEFAULT_TOTAL,
             per_token: Self::DEFAULT_PER_TOKEN,
+            idle: Self::DEFAULT_IDLE,
         }
     }
+}
+
+/// Who opened an MCP session, as the front door proved it: SHA-256 (hex) of the identity the
+/// request's credential stands for. The team server's front door names the OAuth grant, API
+/// key or sign-in session (so a refreshed access token of the same grant is the same); a local
+/// server's, the `Authorization` header (its one token), which is also what a request without
+/// one is taken as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SessionCredential(Arc<str>);
+
+impl SessionCredential {
+    /// Of an identity the front door resolved (`oauth-grant:<id>`, `api-key:<id>`, …).
+    pub(crate) fn of_identity(identity: &str) -> Self {
+        Self(Arc::from(sha256_hex(identity.as_bytes())))
+    }
+
+    /// Of a request's `Authorization` header (a local server's token).
+    pub(crate) fn of_authorization(authorization: Option<&axum::http::HeaderValue>) -> Self {
+        Self(Arc::from(sha256_hex(
+            authorization.map(|v| v.as_bytes()).unwrap_or_default(),
+        )))
+    }
+
+    /// Of a request: what its front door set, else its `Authorization` header.
+    pub(crate) fn of(extensions: &axum::http::Extensions, headers: &axum::http::HeaderMap) -> Self {
+        extensions.get::<Self>().cloned().unwrap_or_else(|| {
+            Self::of_authorization(headers.get(axum::http::header::AUTHORIZATION))
+        })
+    }
+
+    pub(crate) fn digest(&self) -> &str {
+        &self.0
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 /// What is known of one live session. Shared with its response streams, which update it
 /// without taking the map's lock.
 struct Activity {
-    /// A hash of the bearer token its `initialize` carried (never the token itself).
-    token: u64,
+    /// Who opened it ([`SessionCredential`], a digest: never the token itself).
+    owner: Arc<str>,
     in_flight: AtomicUsize,
     /// Milliseconds since [`CappedSessions::epoch`] of its last request or response end.
     last_active: AtomicU64,
@@ -74,30 +129,32 @@ pub struct CappedSessions {
     inner: LocalSessionManager,
     limits: McpSessionLimits,
     live: Mutex<HashMap<SessionId, Arc<Activity>>>,
-    hasher: RandomState,
     epoch: Instant,
-    /// Replicas sharing a database: where each new session is recorded, so another replica
-    /// can serve it ([`KeptSessions`]).
+    /// Where each new session is recorded, so that it can be restored after it idled out of
+    /// memory, after a restart, or on another replica ([`KeptSessions`]).
     kept: Option<Engine>,
 }
 
 impl CappedSessions {
     pub fn new(limits: McpSessionLimits) -> Self {
+        let mut inner = LocalSessionManager::default()
+            .with_event_store(Arc::new(super::events::SessionEvents::new()));
+        // Idle sessions are released by `spawn_idle_sweeper`, which knows a call in flight.
+        inner.session_config.keep_alive = None;
         Self {
-            inner: LocalSessionManager::default()
-                .with_event_store(Arc::new(super::events::SessionEvents::new())),
+            inner,
             limits: McpSessionLimits {
                 total: limits.total.max(1),
                 per_token: limits.per_token.max(1),
+                idle: limits.idle.max(Duration::from_millis(100)),
             },
             live: Mutex::new(HashMap::new()),
-            hasher: RandomState::new(),
             epoch: Instant::now(),
             kept: None,
         }
     }
 
-    /// Records every new session in `engine`'s shared database.
+    /// Records every new session in `engine`'s store.
     pub fn kept_in(mut self, engine: Engine) -> Self {
         self.kept = Some(engine);
         self
@@ -127,9 +184,37 @@ impl CappedSessions {
         Some(activity)
     }
 
-    /// The resource session `id` is bound to, while it lives.
-    pub(crate) fn resource(&self, id: &SessionId) -> Option<Resource> {
-        self.lock().get(id).map(|a| a.resource.clone())
+    /// The credential digest and resource session `id` is bound to, while it lives here.
+    pub(crate) fn binding(&self, id: &SessionId) -> Option<(Arc<str>, Resource)> {
+        self.lock()
+            .get(id)
+            .map(|a| (a.owner.clone(), a.resource.clone()))
+    }
+
+    /// Sessions with no request in flight and none begun for the idle limit.
+    fn idle_sessions(&self) -> Vec<SessionId> {
+        let limit = u64::try_from(self.limits.idle.as_millis()).unwrap_or(u64::MAX);
+        let now = self.now();
+        self.lock()
+            .iter()
+            .filter(|(_, a)| {
+                a.in_flight.load(Ordering::Acquire) == 0
+                    && now.saturating_sub(a.last_active.load(Ordering::Relaxed)) >= limit
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Releases the sessions idle past the limit from memory. Their records stay (where they
+    /// are kept), so each one's next request restores it.
+    async fn release_idle(&self) {
+        for id in self.idle_sessions() {
+            tracing::debug!(session = %id, "releasing an idle MCP session from memory");
+            self.lock().remove(&id);
+            if let Err(e) = self.inner.close_session(&id).await {
+                tracing::debug!(error = %e, "could not close an idle MCP session");
+            }
+        }
     }
 
     fn resource_of(message: &ClientJsonRpcMessage) -> Resource {
@@ -145,17 +230,18 @@ impl CappedSessions {
         .unwrap_or(Resource::Default)
     }
 
-    fn token_of(&self, message: &ClientJsonRpcMessage) -> u64 {
-        let token = match message {
+    fn owner_of(message: &ClientJsonRpcMessage) -> Arc<str> {
+        let credential = match message {
             ClientJsonRpcMessage::Request(request) => request
                 .request
                 .extensions()
                 .get::<axum::http::request::Parts>()
-                .and_then(|parts| parts.headers.get(axum::http::header::AUTHORIZATION))
-                .map(|value| value.as_bytes().to_vec()),
+                .map(|parts| SessionCredential::of(&parts.extensions, &parts.headers)),
             _ => None,
         };
-        self.hasher.hash_one(token)
+        credential
+            .unwrap_or_else(|| SessionCredential::of_authorization(None))
+            .0
     }
 
     /// What to keep of a new session for the other replicas (nothing for a replayed one, which
@@ -176,10 +262,10 @@ impl CappedSessions {
         let ClientRequest::InitializeRequest(init) = &request.request else {
             return None;
         };
-        let parts = extensions.get::<axum::http::request::Parts>()?;
+        extensions.get::<axum::http::request::Parts>()?;
         Some(McpSessionRecord {
             id: id.to_string(),
-            token_hash: token_hash(parts.headers.get(axum::http::header::AUTHORIZATION)),
+            token_hash: Self::owner_of(message).to_string(),
             resource: Self::resource_of(message).path(),
             initialize: serde_json::to_value(&init.params).ok()?,
             created_at: executor_core::now_ms(),
@@ -192,7 +278,7 @@ impl CappedSessions {
     fn admit(
         &self,
         id: &SessionId,
-        token: u64,
+        owner: Arc<str>,
         resource: Resource,
     ) -> Result<Vec<SessionId>, Refused> {
         let mut live = self.lock();
@@ -200,7 +286,7 @@ impl CappedSessions {
             |live: &HashMap<SessionId, Arc<Activity>>, only_mine: bool, skip: &[SessionId]| {
                 live.iter()
                     .filter(|(sid, a)| {
-                        (!only_mine || a.token == token)
+                        (!only_mine || a.owner == owner)
                             && a.in_flight.load(Ordering::Acquire) == 0
                             && !skip.contains(sid)
                     })
@@ -208,7 +294,7 @@ impl CappedSessions {
                     .map(|(sid, _)| sid.clone())
             };
         let mut evicted = Vec::new();
-        if live.values().filter(|a| a.token == token).count() >= self.limits.per_token {
+        if live.values().filter(|a| a.owner == owner).count() >= self.limits.per_token {
             let victim = oldest_idle(&live, true, &evicted).ok_or(Refused {
                 scope: "token",
                 limit: self.limits.per_token,
@@ -228,7 +314,7 @@ impl CappedSessions {
         live.insert(
             id.clone(),
             Arc::new(Activity {
-                token,
+                owner,
                 in_flight: AtomicUsize::new(0),
                 last_active: AtomicU64::new(self.now()),
                 resource,
@@ -238,16 +324,27 @@ impl CappedSessions {
     }
 }
 
-/// SHA-256 (hex) of a request's `Authorization` header: what a kept session is bound to.
-pub(crate) fn token_hash(authorization: Option<&axum::http::HeaderValue>) -> String {
-    use sha2::Digest as _;
-    let bytes = authorization.map(|v| v.as_bytes()).unwrap_or_default();
-    hex::encode(sha2::Sha256::digest(bytes))
+/// Releases idle sessions from memory while `sessions` lives (its server's router).
+pub(crate) fn spawn_idle_sweeper(sessions: Weak<CappedSessions>) {
+    let Some(idle) = sessions.upgrade().map(|s| s.limits.idle) else {
+        return;
+    };
+    let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(sessions) = sessions.upgrade() else {
+                return;
+            };
+            sessions.release_idle().await;
+        }
+    });
 }
 
-/// rmcp's view of the sessions replicas keep: the `initialize` parameters it replays to serve
-/// a session another replica opened. Records are written by [`CappedSessions`], which knows the
-/// token and endpoint; the MCP router checks both before a session is replayed.
+/// rmcp's view of the kept sessions: the `initialize` parameters it replays to serve a session
+/// this process does not hold (released while idle, opened before a restart or on another
+/// replica). Records are written by [`CappedSessions`], which knows the credential and endpoint;
+/// the MCP router checks both before a session is replayed.
 pub(crate) struct KeptSessions {
     engine: Engine,
 }
@@ -368,7 +465,7 @@ impl SessionManager for CappedSessions {
             ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
         };
-        match self.admit(id, self.token_of(&message), Self::resource_of(&message)) {
+        match self.admit(id, Self::owner_of(&message), Self::resource_of(&message)) {
             Ok(evicted) => {
                 for victim in evicted {
                     tracing::debug!(session = %victim, "closing the longest idle MCP session to admit a new one");
@@ -406,12 +503,9 @@ impl SessionManager for CappedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        // Its record stays: this is also how a session ends in memory (released while idle, at
+        // shutdown). The client's DELETE forgets it (the MCP router), and so does an eviction.
         self.lock().remove(id);
-        if let Some(engine) = &self.kept
-            && let Err(e) = engine.forget_agent_session(id).await
-        {
-            tracing::warn!(error = %e, "could not forget a closed MCP session");
-        }
         self.inner.close_session(id).await
     }
 
@@ -464,7 +558,7 @@ impl SessionManager for CappedSessions {
         &self,
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        // Only replicas keep sessions; otherwise an unknown session is a 404.
+        // Without records (an embedder's manager), an unknown session is a 404.
         if self.kept.is_none() {
             return Ok(RestoreOutcome::NotSupported);
         }
@@ -491,7 +585,7 @@ mod tests {
         // Distinct activity times, so "longest idle" is well defined.
         std::thread::sleep(std::time::Duration::from_millis(2));
         sessions
-            .admit(&sid(id), token, Resource::Default)
+            .admit(&sid(id), Arc::from(token.to_string()), Resource::Default)
             .map(|v| v.iter().map(|s| s.to_string()).collect())
             .map_err(|r| format!("{}:{}", r.scope, r.limit))
     }
@@ -501,6 +595,7 @@ mod tests {
         let s = CappedSessions::new(McpSessionLimits {
             total: 3,
             per_token: 2,
+            ..McpSessionLimits::default()
         });
         assert_eq!(admit(&s, "a1", 1), Ok(vec![]));
         assert_eq!(admit(&s, "a2", 1), Ok(vec![]));

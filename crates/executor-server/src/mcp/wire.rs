@@ -16,7 +16,7 @@ use tower::ServiceExt;
 
 use executor_engine::Caller;
 
-use super::sessions::CappedSessions;
+use super::sessions::{CappedSessions, SessionCredential};
 use super::{ExecutorMcp, Resource};
 
 /// The only protocol version whose JSON-RPC allowed batches.
@@ -46,41 +46,37 @@ pub(super) async fn serve(
     let Some(resource) = Resource::parse(request.uri().path()) else {
         return rpc_error(StatusCode::NOT_FOUND, -32001, "MCP resource not found");
     };
-    if let Some(id) = session_of(&request)
-        && let Some(bound) = sessions.resource(&id.into())
-        && bound != resource
+    // A session answers only the credential that opened it (anyone else hears it does not
+    // exist), and only on the endpoint it was opened on.
+    let credential = SessionCredential::of(request.extensions(), request.headers());
+    let session = session_of(&request);
+    if let Some(id) = &session
+        && let Some((owner, bound)) = sessions.binding(&id.as_str().into())
     {
-        return rpc_error(
-            StatusCode::FORBIDDEN,
-            -32003,
-            "This MCP session belongs to another resource (it was created on another endpoint)",
-        );
-    }
-    // A session this replica does not hold may be another replica's: only the token that
-    // opened it, on the endpoint it was opened on, may bring it here.
-    if let Some(engine) = sessions.kept()
-        && let Some(id) = session_of(&request)
-        && sessions.resource(&id.clone().into()).is_none()
+        if *owner != *credential.digest() {
+            return session_not_found();
+        }
+        if bound != resource {
+            return wrong_resource();
+        }
+        if request.method() == Method::DELETE
+            && let Some(engine) = sessions.kept()
+            && let Err(e) = engine.forget_agent_session(id).await
+        {
+            tracing::warn!(error = %e, "could not forget a deleted MCP session");
+        }
+    } else if let Some(engine) = sessions.kept()
+        && let Some(id) = &session
     {
-        match engine.agent_session(&id).await {
-            Ok(Some(kept))
-                if kept.token_hash
-                    != super::sessions::token_hash(
-                        request.headers().get(axum::http::header::AUTHORIZATION),
-                    ) =>
-            {
-                return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found");
+        // Not held here: released while idle, opened before a restart or on another replica.
+        match engine.agent_session(id).await {
+            Ok(Some(kept)) if kept.token_hash != credential.digest() => {
+                return session_not_found();
             }
-            Ok(Some(kept)) if kept.resource != resource.path() => {
-                return rpc_error(
-                    StatusCode::FORBIDDEN,
-                    -32003,
-                    "This MCP session belongs to another resource (it was created on another endpoint)",
-                );
-            }
+            Ok(Some(kept)) if kept.resource != resource.path() => return wrong_resource(),
             Ok(Some(_)) if request.method() == Method::DELETE => {
-                // Ended here for every replica; the one holding it lets it idle out.
-                let _ = engine.forget_agent_session(&id).await;
+                // Ended for every replica; one that holds it lets it idle out.
+                let _ = engine.forget_agent_session(id).await;
                 return StatusCode::ACCEPTED.into_response();
             }
             Ok(_) => {}
@@ -133,6 +129,18 @@ pub(super) async fn serve(
         }
         _ => forward(service, request).await,
     }
+}
+
+fn session_not_found() -> Response {
+    rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found")
+}
+
+fn wrong_resource() -> Response {
+    rpc_error(
+        StatusCode::FORBIDDEN,
+        -32003,
+        "This MCP session belongs to another resource (it was created on another endpoint)",
+    )
 }
 
 fn session_of(request: &Request<Body>) -> Option<String> {

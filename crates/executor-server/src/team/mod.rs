@@ -311,6 +311,13 @@ pub(crate) async fn front_door(
     };
     request.extensions_mut().insert(caller);
     if let Some(identity) = identity {
+        // What an MCP session it opens is bound to: the grant, key or sign-in, not the token
+        // string (a refreshed access token of the grant keeps its sessions).
+        request
+            .extensions_mut()
+            .insert(crate::mcp::SessionCredential::of_identity(
+                &identity.credential(),
+            ));
         request.extensions_mut().insert(identity);
     }
     next.run(request).await
