@@ -230,13 +230,16 @@ impl From<SharedError> for EngineError {
     }
 }
 
+/// A resume in flight: the scope and policy source of its execution, and where its answer comes.
+type Resuming = (Scope, PolicySource, watch::Receiver<Shared>);
+
 #[derive(Default)]
 pub(crate) struct Registry {
     paused: Mutex<HashMap<String, PausedExecution>>,
     /// Recently settled saved executions, with the scope and policy source they ran under.
     settled: Mutex<VecDeque<(String, Scope, PolicySource, Completed)>>,
     /// Resumes in flight, with the scope and policy source of their execution.
-    resuming: Mutex<HashMap<String, (Scope, PolicySource, watch::Receiver<Shared>)>>,
+    resuming: Mutex<HashMap<String, Resuming>>,
     /// Executions left `running` by a previous process are failed once, before this process
     /// writes `running` itself.
     recovered: tokio::sync::OnceCell<()>,
