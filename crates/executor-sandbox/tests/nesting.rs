@@ -159,22 +159,29 @@ fn every_nesting_shape_is_prepared_or_refused_within_the_memory_bound() {
 
 /// Prepared, each shape also runs (QuickJS parses it again under its own stack and heap
 /// limits): every run ends with a result or an error, and the process lives on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_nesting_shape_runs_to_an_answer() {
+#[test]
+fn every_nesting_shape_runs_to_an_answer() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let pool = SandboxPool::new(SandboxLimits::default(), 2, 4);
-    for (shape, code) in shapes() {
-        let before = LIVE.load(Ordering::Relaxed);
-        PEAK.store(before, Ordering::Relaxed);
-        let out = pool.run(&code, std::sync::Arc::new(Null)).await;
-        let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
-        if let Some(error) = &out.error {
-            assert!(!error.is_empty(), "{shape}");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let pool = SandboxPool::new(SandboxLimits::default(), 2, 4);
+        for (shape, code) in shapes() {
+            let before = LIVE.load(Ordering::Relaxed);
+            PEAK.store(before, Ordering::Relaxed);
+            let out = pool.run(&code, std::sync::Arc::new(Null)).await;
+            let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+            if let Some(error) = &out.error {
+                assert!(!error.is_empty(), "{shape}");
+            }
+            // The QuickJS heap is capped at 64 MiB on top of what prepare holds.
+            assert!(
+                peak <= PREPARE_MEMORY_BOUND + 64 * 1024 * 1024,
+                "{shape}: the run held {peak} bytes at once"
+            );
         }
-        // The QuickJS heap is capped at 64 MiB on top of what prepare holds.
-        assert!(
-            peak <= PREPARE_MEMORY_BOUND + 64 * 1024 * 1024,
-            "{shape}: the run held {peak} bytes at once"
-        );
-    }
+    });
 }

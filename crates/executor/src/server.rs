@@ -163,6 +163,8 @@ impl Exposure {
 
 /// [`open_engine`] once the owner lock is held: migrations, the engine, and the undoing of
 /// creates a previous process died in.
+// Each argument is one validated setting of the command line; a struct of them is issue #33's.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn open_engine_locked(
     data_dir: &Path,
     lock: DataDirLock,

@@ -99,7 +99,7 @@ async fn serve_connection(mut stream: TcpStream) {
                 "fine" => result(&id, json!({"content": [{"type": "text", "text": "fine"}]})),
                 "reset" => {
                     // The server dies mid-call: RST, no answer.
-                    let _ = stream.set_linger(Some(std::time::Duration::ZERO));
+                    let _ = stream.set_zero_linger();
                     return;
                 }
                 "truncated" => {
