@@ -6,6 +6,7 @@ use executor_core::now_ms;
 use executor_store::{GrantKind, GrantRecord, GrantStatus};
 use serde_json::json;
 
+use crate::limiter::{DEVICE_CODES_PER_ADDRESS, DEVICE_MISSES_PER_ADDRESS, source};
 use crate::{AccountError, AccountResult, Accounts, CLI_SESSION, Identity, SignedIn, secrets};
 
 /// The only device client.
@@ -13,6 +14,8 @@ pub const CLI_CLIENT_ID: &str = "executor-cli";
 const LIFETIME_SECS: i64 = 600;
 /// Seconds between polls; polling faster is `slow_down`.
 const INTERVAL_SECS: i64 = 5;
+/// Device logins waiting for their person, at most (anyone may start one).
+const MAX_PENDING: i64 = 1_000;
 
 #[derive(Debug, Clone)]
 pub struct DeviceCode {
@@ -43,6 +46,12 @@ pub enum DeviceTokenError {
     InvalidGrant,
     InvalidClient,
     UnsupportedGrantType,
+    /// This address got too many device codes wrong: 429 with `Retry-After`.
+    TooManyAttempts {
+        retry_after_secs: u64,
+    },
+    /// Too many device logins are waiting: 503.
+    Busy,
 }
 
 impl DeviceTokenError {
@@ -55,11 +64,28 @@ impl DeviceTokenError {
             DeviceTokenError::InvalidGrant => "invalid_grant",
             DeviceTokenError::InvalidClient => "invalid_client",
             DeviceTokenError::UnsupportedGrantType => "unsupported_grant_type",
+            DeviceTokenError::TooManyAttempts { .. } => "slow_down",
+            DeviceTokenError::Busy => "temporarily_unavailable",
         }
     }
 }
 
 pub const DEVICE_GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+fn miss_key(address: Option<&str>) -> (String, i64) {
+    (
+        format!("device-miss:address:{}", source(address)),
+        DEVICE_MISSES_PER_ADDRESS,
+    )
+}
+
+fn view(grant: GrantRecord) -> DeviceStatus {
+    DeviceStatus {
+        status: status_of(&grant),
+        user_code: grant.user_code.unwrap_or_default(),
+        client_id: grant.client_id,
+    }
+}
 
 fn status_of(grant: &GrantRecord) -> &'static str {
     match grant.status {
@@ -71,31 +97,51 @@ fn status_of(grant: &GrantRecord) -> &'static str {
 }
 
 impl Accounts {
-    pub async fn device_code(&self, client_id: Option<&str>) -> AccountResult<DeviceCode> {
+    /// Starts a device login, from `address` (at most `DEVICE_CODES_PER_ADDRESS` a window).
+    pub async fn device_code(
+        &self,
+        client_id: Option<&str>,
+        address: Option<&str>,
+    ) -> AccountResult<DeviceCode> {
         if client_id.unwrap_or(CLI_CLIENT_ID) != CLI_CLIENT_ID {
             return Err(AccountError::InvalidInput(format!(
                 "The only device client is {CLI_CLIENT_ID}."
             )));
         }
+        self.reserve(&[(
+            format!("device-code:address:{}", source(address)),
+            DEVICE_CODES_PER_ADDRESS,
+        )])
+        .await?;
         let (device_code, hash) = secrets::mint("exd_");
         let user_code = secrets::code(2);
         let now = now_ms();
-        self.store()
-            .insert_grant(&GrantRecord {
-                id: secrets::new_id("dev"),
-                kind: GrantKind::Device,
-                tenant: self.tenant().to_owned(),
-                code_hash: Some(hash),
-                user_code: Some(user_code.clone()),
-                client_id: CLI_CLIENT_ID.to_owned(),
-                user_id: None,
-                status: GrantStatus::Pending,
-                data: json!({}),
-                created_at: now,
-                expires_at: now + LIFETIME_SECS * 1000,
-                polled_at: None,
-            })
+        let inserted = self
+            .store()
+            .insert_grant(
+                &GrantRecord {
+                    id: secrets::new_id("dev"),
+                    kind: GrantKind::Device,
+                    tenant: self.tenant().to_owned(),
+                    code_hash: Some(hash),
+                    user_code: Some(user_code.clone()),
+                    client_id: CLI_CLIENT_ID.to_owned(),
+                    user_id: None,
+                    status: GrantStatus::Pending,
+                    data: json!({}),
+                    created_at: now,
+                    expires_at: now + LIFETIME_SECS * 1000,
+                    polled_at: None,
+                },
+                MAX_PENDING,
+                MAX_PENDING,
+            )
             .await?;
+        if !inserted {
+            return Err(AccountError::Busy {
+                retry_after_secs: 60,
+            });
+        }
         let verification_uri = format!("{}/device", self.base_url());
         Ok(DeviceCode {
             verification_uri_complete: format!("{verification_uri}?user_code={user_code}"),
@@ -117,13 +163,29 @@ impl Accounts {
             .ok_or(AccountError::NotFound("device code"))
     }
 
-    pub async fn device_status(&self, user_code: &str) -> AccountResult<DeviceStatus> {
-        let grant = self.device_grant(user_code).await?;
-        Ok(DeviceStatus {
-            status: status_of(&grant),
-            user_code: grant.user_code.unwrap_or_default(),
-            client_id: grant.client_id,
-        })
+    /// The device grant of a typed `user_code`: every miss from `address` counts against
+    /// `DEVICE_MISSES_PER_ADDRESS` (the slot is reserved before the lookup and given back on a
+    /// hit), so codes cannot be guessed.
+    async fn guarded_device_grant(
+        &self,
+        user_code: &str,
+        address: Option<&str>,
+    ) -> AccountResult<GrantRecord> {
+        let slot = self.reserve(&[miss_key(address)]).await?;
+        let found = self.device_grant(user_code).await;
+        if found.is_ok() {
+            self.release(&slot).await;
+        }
+        found
+    }
+
+    pub async fn device_status(
+        &self,
+        user_code: &str,
+        address: Option<&str>,
+    ) -> AccountResult<DeviceStatus> {
+        let grant = self.guarded_device_grant(user_code, address).await?;
+        Ok(view(grant))
     }
 
     pub async fn answer_device(
@@ -131,8 +193,10 @@ impl Accounts {
         by: &Identity,
         user_code: &str,
         approve: bool,
+        address: Option<&str>,
     ) -> AccountResult<DeviceStatus> {
-        let grant = self.device_grant(user_code).await?;
+        crate::require_session(by)?;
+        let grant = self.guarded_device_grant(user_code, address).await?;
         if status_of(&grant) != "pending" {
             return Err(AccountError::NotFound("device code"));
         }
@@ -158,15 +222,17 @@ impl Accounts {
             )
             .await;
         }
-        self.device_status(user_code).await
+        Ok(view(self.device_grant(user_code).await?))
     }
 
-    /// The CLI's poll: a session token once approved.
+    /// The CLI's poll: a session token once approved. Polls with a device code that is not
+    /// one count against the address's misses, like typed codes.
     pub async fn device_token(
         &self,
         grant_type: Option<&str>,
         device_code: Option<&str>,
         client_id: Option<&str>,
+        address: Option<&str>,
     ) -> Result<SignedIn, DeviceTokenError> {
         if grant_type != Some(DEVICE_GRANT_TYPE) {
             return Err(DeviceTokenError::UnsupportedGrantType);
@@ -178,8 +244,21 @@ impl Accounts {
             return Err(DeviceTokenError::InvalidGrant);
         };
         let store = self.store();
+        let slot = match self.reserve(&[miss_key(address)]).await {
+            Ok(slot) => slot,
+            Err(AccountError::TooManyAttempts { retry_after_secs }) => {
+                return Err(DeviceTokenError::TooManyAttempts { retry_after_secs });
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "device token limit failed");
+                return Err(DeviceTokenError::AuthorizationPending);
+            }
+        };
         let grant = match store.get_grant_by_code(&secrets::token_hash(code)).await {
-            Ok(Some(g)) if g.kind == GrantKind::Device && g.tenant == self.tenant() => g,
+            Ok(Some(g)) if g.kind == GrantKind::Device && g.tenant == self.tenant() => {
+                self.release(&slot).await;
+                g
+            }
             Ok(_) => return Err(DeviceTokenError::InvalidGrant),
             Err(e) => {
                 tracing::error!(error = %e, "device token lookup failed");

@@ -1,6 +1,7 @@
 //! executor-accounts: the team server's people and credentials (issue #24). Sign-up (the first
 //! account owns the organisation, later ones need an invite), sign-in with argon2id passwords
-//! and a per-account and per-address limit on failures, sessions, invites, members and roles,
+//! (a few hashes at a time) and limits per (account, address) and per address kept in the
+//! database (`limiter.rs`), sessions, invites, members and roles,
 //! API keys, the OAuth 2.1 authorization server MCP clients sign in with (`oauth.rs`), the
 //! device login of the CLI (`device.rs`), and the audit lines of account changes.
 //!
@@ -41,6 +42,8 @@ pub const REFRESH_PREFIX: &str = "exr_";
 const BROWSER_SESSION: Duration = Duration::from_secs(30 * 24 * 3600);
 /// How long the CLI's sign-in lasts.
 pub(crate) const CLI_SESSION: Duration = Duration::from_secs(90 * 24 * 3600);
+/// A registered OAuth client that got no token within this is forgotten by the hourly purge.
+pub const UNUSED_CLIENT_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// `last_used_at` is stamped at most this often per token (a write per request would queue
 /// every request on the database's writer).
 const TOUCH_GRANULARITY_MS: i64 = 60_000;
@@ -84,11 +87,40 @@ impl Role {
     }
 }
 
+/// What an API key may do. No key manages the account (keys, device logins, OAuth consents,
+/// members, invites, roles, password): that takes a signed-in session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyScope {
+    /// MCP, executions and the tool API an agent uses (the default; keys made before scopes).
+    Agent,
+    /// Everything of the workspace API the member's role allows.
+    Workspace,
+}
+
+impl KeyScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyScope::Agent => "agent",
+            KeyScope::Workspace => "workspace",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "agent" => Some(KeyScope::Agent),
+            "workspace" => Some(KeyScope::Workspace),
+            _ => None,
+        }
+    }
+}
+
 /// How a request proved who it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Via {
     Session,
-    ApiKey,
+    ApiKey {
+        scope: KeyScope,
+    },
     /// An access token issued to an MCP client, bound to `resource`.
     OAuth {
         resource: Option<String>,
@@ -142,8 +174,12 @@ pub enum AccountError {
     InvalidInput(String),
     #[error("Wrong email or password.")]
     InvalidCredentials,
-    #[error("Too many failed sign-ins. Try again in {retry_after_secs} s.")]
+    #[error("Too many attempts. Try again in {retry_after_secs} s.")]
     TooManyAttempts { retry_after_secs: u64 },
+    #[error("The server is busy checking other passwords. Try again in {retry_after_secs} s.")]
+    Busy { retry_after_secs: u64 },
+    #[error("{0}")]
+    WeakPassword(String),
     #[error("The organisation must keep an owner.")]
     LastOwner,
     #[error("{0} not found")]
@@ -196,7 +232,20 @@ struct Inner {
     org: Organisation,
     /// The origin people and agents use (`EXECUTOR_WEB_BASE_URL`), without a trailing slash.
     base_url: String,
-    limiter: limiter::Limiter,
+    hasher: secrets::Hasher,
+}
+
+/// What the password hasher did since the process started (for tests and metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashStats {
+    /// Hashes running now.
+    pub in_flight: usize,
+    /// Most that ever ran at once.
+    pub peak: usize,
+    /// Hashes run.
+    pub total: u64,
+    /// Requests refused because every slot was taken and the queue full.
+    pub refused: u64,
 }
 
 impl Accounts {
@@ -206,7 +255,7 @@ impl Accounts {
                 store,
                 org,
                 base_url: base_url.trim_end_matches('/').to_owned(),
-                limiter: limiter::Limiter::default(),
+                hasher: secrets::Hasher::default(),
             }),
         }
     }
@@ -217,6 +266,24 @@ impl Accounts {
 
     pub fn base_url(&self) -> &str {
         &self.inner.base_url
+    }
+
+    /// What the password hasher did (argon2 runs at most a few at a time).
+    pub fn hash_stats(&self) -> HashStats {
+        use std::sync::atomic::Ordering::SeqCst;
+        let c = self.inner.hasher.counters();
+        HashStats {
+            in_flight: c.in_flight.load(SeqCst),
+            peak: c.peak.load(SeqCst),
+            total: c.total.load(SeqCst),
+            refused: c.refused.load(SeqCst),
+        }
+    }
+
+    fn busy() -> AccountError {
+        AccountError::Busy {
+            retry_after_secs: 1,
+        }
     }
 
     fn store(&self) -> &dyn Store {
@@ -253,28 +320,21 @@ impl Accounts {
         password: &str,
         role: Role,
     ) -> AccountResult<UserRecord> {
-        let email = check_email(email)?;
-        let name = name.trim();
-        if name.is_empty() || name.chars().count() > 100 {
-            return Err(AccountError::InvalidInput(
-                "A name of 1 to 100 characters is required.".to_owned(),
-            ));
-        }
-        let length = password.chars().count();
-        if !(8..=256).contains(&length) {
-            return Err(AccountError::InvalidInput(
-                "The password must be 8 to 256 characters long.".to_owned(),
-            ));
-        }
+        let (email, name) = check_new_user(name, email, password)?;
         let now = now_ms();
+        let hash = self
+            .inner
+            .hasher
+            .hash_password(password.to_owned())
+            .await
+            .map_err(|_| Self::busy())?
+            .map_err(AccountError::Internal)?;
         Ok(UserRecord {
             id: secrets::new_id("usr"),
             tenant: self.tenant().to_owned(),
             email,
             name: name.to_owned(),
-            password_hash: secrets::hash_password(password.to_owned())
-                .await
-                .map_err(AccountError::Internal)?,
+            password_hash: hash,
             role: role.as_str().to_owned(),
             created_at: now,
             updated_at: now,
@@ -305,6 +365,12 @@ impl Accounts {
         let Some(code) = secrets::normalise_code(code, 3) else {
             return Err(AccountError::InvalidInvite);
         };
+        // Nothing is hashed for a code that cannot be redeemed (the redemption itself is
+        // checked again, atomically, with the insert).
+        check_new_user(name, email, password)?;
+        if !self.invite_valid(&code).await? {
+            return Err(AccountError::InvalidInvite);
+        }
         let user = self.new_user(name, email, password, Role::Member).await?;
         match self
             .store()
@@ -323,6 +389,10 @@ impl Accounts {
     }
 
     /// `POST /api/auth/sign-in/email`, from the client address `address` when known.
+    ///
+    /// The attempt takes a slot of its (account, address) pair and of its address before any
+    /// hash (`limiter.rs`); past either limit it is refused without hashing. A success gives its
+    /// slot back and clears its pair; a failure keeps it until it leaves the window.
     pub async fn sign_in(
         &self,
         email: &str,
@@ -330,20 +400,14 @@ impl Accounts {
         address: Option<&str>,
     ) -> AccountResult<SignedIn> {
         let email = email.trim().to_lowercase();
-        match self.inner.limiter.admit(&email, address) {
-            limiter::Admission::Refused(wait) => {
-                return Err(AccountError::TooManyAttempts {
-                    retry_after_secs: wait.as_secs().max(1),
-                });
-            }
-            limiter::Admission::Proceed(delay) if !delay.is_zero() => {
-                tokio::time::sleep(delay).await;
-            }
-            limiter::Admission::Proceed(_) => {}
+        let keys = limiter::sign_in_keys(&email, address);
+        let slot = self.reserve(&keys).await?;
+        let delay = limiter::delay(slot.before.first().copied().unwrap_or(0));
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
         }
-        // No password is longer than sign-up allows: a huge one is wrong without hashing it.
-        if password.len() > 4 * 256 {
-            self.inner.limiter.failed(&email, address);
+        // No password is longer than sign-up allows, nor an email: wrong without hashing.
+        if password.len() > 4 * 256 || email.len() > 254 {
             return Err(AccountError::InvalidCredentials);
         }
         let user = self
@@ -351,14 +415,24 @@ impl Accounts {
             .get_user_by_email(self.tenant(), &email)
             .await?;
         let stored = user.as_ref().map(|u| u.password_hash.clone());
-        if !secrets::verify_password(password.to_owned(), stored).await {
-            self.inner.limiter.failed(&email, address);
-            return Err(AccountError::InvalidCredentials);
-        }
-        self.inner.limiter.succeeded(&email);
-        let Some(user) = user else {
+        let verified = match self
+            .inner
+            .hasher
+            .verify_password(password.to_owned(), stored)
+            .await
+        {
+            Ok(verified) => verified,
+            Err(secrets::Busy) => {
+                // Not run, so not counted.
+                self.release(&slot).await;
+                return Err(Self::busy());
+            }
+        };
+        let Some(user) = user.filter(|_| verified) else {
             return Err(AccountError::InvalidCredentials);
         };
+        self.release(&slot).await;
+        self.clear(&keys[0].0).await;
         self.session_for(user, "browser", BROWSER_SESSION).await
     }
 
@@ -404,7 +478,9 @@ impl Accounts {
         let via = if token.starts_with(SESSION_PREFIX) {
             Via::Session
         } else if token.starts_with(API_KEY_PREFIX) {
-            Via::ApiKey
+            Via::ApiKey {
+                scope: KeyScope::Agent,
+            }
         } else if token.starts_with(ACCESS_PREFIX) {
             Via::OAuth { resource: None }
         } else {
@@ -418,7 +494,7 @@ impl Accounts {
         let kind_matches = matches!(
             (&via, record.kind),
             (Via::Session, TokenKind::Session)
-                | (Via::ApiKey, TokenKind::ApiKey)
+                | (Via::ApiKey { .. }, TokenKind::ApiKey)
                 | (Via::OAuth { .. }, TokenKind::OAuthAccess)
         );
         if !kind_matches
@@ -446,6 +522,14 @@ impl Accounts {
             Via::OAuth { .. } => Via::OAuth {
                 resource: record.resource.clone(),
             },
+            // A key whose scope this build does not know is an agent's (the least).
+            Via::ApiKey { .. } => Via::ApiKey {
+                scope: record
+                    .scope
+                    .as_deref()
+                    .and_then(KeyScope::parse)
+                    .unwrap_or(KeyScope::Agent),
+            },
             other => other,
         };
         Ok(Some(Identity {
@@ -457,9 +541,21 @@ impl Accounts {
         }))
     }
 
-    /// Ends the session `token` (sign-out); other kinds are left alone.
+    /// Sign-out: ends what `token` is, and nothing else. A session ends; an API key signing
+    /// out is revoked (the key, not its owner's other keys or sessions); an OAuth access token
+    /// ends (its refresh token is the client's to revoke, RFC 7009). Anything else is ignored.
     pub async fn sign_out(&self, token: &str) -> AccountResult<()> {
-        if token.starts_with(SESSION_PREFIX) {
+        let token = token.trim();
+        if token.starts_with(API_KEY_PREFIX) {
+            if let Some(identity) = self.authenticate(token).await? {
+                let id = identity.token_id.clone();
+                if self.delete_api_key(&identity, &id).await? {
+                    return Ok(());
+                }
+            }
+            return Ok(());
+        }
+        if token.starts_with(SESSION_PREFIX) || token.starts_with(ACCESS_PREFIX) {
             self.store()
                 .delete_token_by_hash(&secrets::token_hash(token))
                 .await?;
@@ -475,6 +571,7 @@ impl Accounts {
 
     /// Changes `id`'s role: admins and owners may, but only an owner makes or unmakes owners.
     pub async fn set_role(&self, by: &Identity, id: &str, role: &str) -> AccountResult<UserRecord> {
+        require_session(by)?;
         require_admin(by)?;
         let Some(role) = Role::parse(role) else {
             return Err(AccountError::InvalidInput(
@@ -515,6 +612,7 @@ impl Accounts {
 
     /// Removes a member (admins; anyone may leave), ending their sessions and keys at once.
     pub async fn remove_member(&self, by: &Identity, id: &str) -> AccountResult<()> {
+        require_session(by)?;
         if by.user.id != id {
             require_admin(by)?;
         }
@@ -545,6 +643,7 @@ impl Accounts {
     // ---- invites ----
 
     pub async fn invites(&self, by: &Identity) -> AccountResult<Vec<InviteRecord>> {
+        require_session(by)?;
         require_admin(by)?;
         Ok(self.store().list_invites(self.tenant()).await?)
     }
@@ -556,6 +655,7 @@ impl Accounts {
         label: Option<&str>,
         expires_in_days: Option<i64>,
     ) -> AccountResult<InviteRecord> {
+        require_session(by)?;
         require_admin(by)?;
         let role = match role.map(str::trim).filter(|r| !r.is_empty()) {
             None | Some("member") => "member",
@@ -614,6 +714,7 @@ impl Accounts {
     }
 
     pub async fn revoke_invite(&self, by: &Identity, id: &str) -> AccountResult<bool> {
+        require_session(by)?;
         require_admin(by)?;
         let removed = self.store().delete_unused_invite(self.tenant(), id).await?;
         if removed {
@@ -643,7 +744,21 @@ impl Accounts {
             .await?)
     }
 
-    pub async fn create_api_key(&self, by: &Identity, name: Option<&str>) -> AccountResult<ApiKey> {
+    /// A new API key of `by` (a signed-in session: no key mints keys), scoped to `scope`
+    /// (`agent` unless named).
+    pub async fn create_api_key(
+        &self,
+        by: &Identity,
+        name: Option<&str>,
+        scope: Option<&str>,
+    ) -> AccountResult<ApiKey> {
+        require_session(by)?;
+        let scope = match scope.map(str::trim).filter(|s| !s.is_empty()) {
+            None => KeyScope::Agent,
+            Some(s) => KeyScope::parse(s).ok_or_else(|| {
+                AccountError::InvalidInput("An API key's scope is agent or workspace.".to_owned())
+            })?,
+        };
         let name = name
             .map(str::trim)
             .filter(|n| !n.is_empty())
@@ -665,7 +780,7 @@ impl Accounts {
             hint: Some(value[..API_KEY_PREFIX.len() + 4].to_owned()),
             client_id: None,
             resource: None,
-            scope: None,
+            scope: Some(scope.as_str().to_owned()),
             grant_id: None,
             created_at: now,
             updated_at: now,
@@ -679,7 +794,7 @@ impl Accounts {
             "apiKey.create",
             &record.id,
             None,
-            Some(json!({ "name": name, "hint": record.hint })),
+            Some(json!({ "name": name, "hint": record.hint, "scope": scope.as_str() })),
         )
         .await;
         Ok(ApiKey {
@@ -688,7 +803,14 @@ impl Accounts {
         })
     }
 
+    /// Revokes one of `by`'s keys: from a session, any of them; from a key, only itself.
     pub async fn delete_api_key(&self, by: &Identity, id: &str) -> AccountResult<bool> {
+        if matches!(by.via, Via::ApiKey { .. }) && by.token_id != id {
+            return Err(session_required());
+        }
+        if matches!(by.via, Via::OAuth { .. }) {
+            return Err(session_required());
+        }
         let removed = self
             .store()
             .delete_token(self.tenant(), &by.user.id, TokenKind::ApiKey, id)
@@ -699,9 +821,18 @@ impl Accounts {
         Ok(removed)
     }
 
-    /// Forgets expired tokens and grants (run now and then).
+    /// Forgets expired tokens and grants, attempts out of their window, and registered
+    /// clients that got no token within [`UNUSED_CLIENT_LIFETIME`] (run hourly).
     pub async fn purge_expired(&self) -> AccountResult<u64> {
-        Ok(self.store().purge_expired_accounts(now_ms()).await?)
+        let now = now_ms();
+        Ok(self
+            .store()
+            .purge_expired_accounts(
+                now,
+                now - limiter::WINDOW.as_millis() as i64,
+                now - UNUSED_CLIENT_LIFETIME.as_millis() as i64,
+            )
+            .await?)
     }
 
     // ---- audit ----
@@ -775,9 +906,57 @@ impl Accounts {
 pub fn via_name(via: &Via) -> &'static str {
     match via {
         Via::Session => "session",
-        Via::ApiKey => "api_key",
+        Via::ApiKey { .. } => "api_key",
         Via::OAuth { .. } => "oauth",
     }
+}
+
+fn session_required() -> AccountError {
+    AccountError::Forbidden(
+        "Managing the account (API keys, device logins, OAuth consents, members, invites, roles) \
+         needs a signed-in session, not an API key or an agent's token."
+            .to_owned(),
+    )
+}
+
+/// Account management is done signed in (a browser's cookie or a session bearer), never with
+/// a key or an agent's token.
+pub(crate) fn require_session(by: &Identity) -> AccountResult<()> {
+    if by.via == Via::Session {
+        Ok(())
+    } else {
+        Err(session_required())
+    }
+}
+
+/// The weakest password sign-up takes: zxcvbn's score 3 of 4 ("safely unguessable": about
+/// 10^10 guesses), which also refuses the common and breached passwords of its lists, and
+/// words of the account's own email and name. Only the first 100 characters are rated
+/// (zxcvbn's own limit of what is worth the CPU).
+const MIN_PASSWORD_SCORE: zxcvbn::Score = zxcvbn::Score::Three;
+
+fn check_strength(password: &str, email: &str, name: &str) -> AccountResult<()> {
+    let rated: String = password.chars().take(100).collect();
+    let local = email.split('@').next().unwrap_or_default();
+    let entropy = zxcvbn::zxcvbn(&rated, &[email, local, name, "executor"]);
+    if entropy.score() >= MIN_PASSWORD_SCORE {
+        return Ok(());
+    }
+    let hint = entropy
+        .feedback()
+        .and_then(|f| {
+            f.warning()
+                .map(|w| w.to_string())
+                .or_else(|| f.suggestions().first().map(|s| s.to_string()))
+        })
+        .filter(|h| !h.is_empty());
+    Err(AccountError::WeakPassword(match hint {
+        Some(hint) => format!("This password is too easy to guess: {hint}"),
+        None => {
+            "This password is too easy to guess: use a longer one, such as a few unrelated words."
+                .to_owned()
+        }
+    }))
 }
 
 fn require_admin(by: &Identity) -> AccountResult<()> {
@@ -786,6 +965,30 @@ fn require_admin(by: &Identity) -> AccountResult<()> {
     } else {
         Err(AccountError::AdminForbidden)
     }
+}
+
+/// The email (lower-cased) and name of a new account, once its name, email and password are
+/// acceptable (nothing hashed yet).
+fn check_new_user<'a>(
+    name: &'a str,
+    email: &str,
+    password: &str,
+) -> AccountResult<(String, &'a str)> {
+    let email = check_email(email)?;
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(AccountError::InvalidInput(
+            "A name of 1 to 100 characters is required.".to_owned(),
+        ));
+    }
+    let length = password.chars().count();
+    if !(8..=256).contains(&length) {
+        return Err(AccountError::InvalidInput(
+            "The password must be 8 to 256 characters long.".to_owned(),
+        ));
+    }
+    check_strength(password, &email, name)?;
+    Ok((email, name))
 }
 
 /// A plausible email, lower-cased: one `@` with text on both sides, no spaces, at most 254.

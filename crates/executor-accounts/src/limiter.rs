@@ -1,100 +1,106 @@
-//! Failed sign-ins, counted per account and per client address in a sliding window: each
-//! failure makes the next answer slower, and past the limit every attempt (the right password
-//! included) is refused until the window has room again. Kept in this process's memory: with
-//! replicas each counts its own, so the limits hold per replica.
+//! The limits of the public doors, kept in the database (`account_attempt`) so that replicas
+//! on one PostgreSQL share them. An attempt first reserves a slot of every limit it counts
+//! against (atomically: all or none), then does its work; an attempt that turns out not to
+//! count (a sign-in that succeeded, a request the server was too busy to run, a guess that hit)
+//! gives its slots back. A slot frees when it leaves the window.
+//!
+//! Sign-in counts against two limits: the pair (account, source address) and the source address.
+//! Neither is the account alone, so nobody who knows an email can lock its owner out: an
+//! attacker's failures fill their own pair and address, and the owner signing in from an address
+//! that has not failed still gets in. A guesser spread over many addresses still gets only
+//! `PER_PAIR` guesses per address per window, each slowed by the pair's earlier failures.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use executor_core::now_ms;
+use executor_store::{AttemptLimit, Reservation};
+
+use crate::{AccountError, AccountResult, Accounts, secrets};
 
 pub(crate) const WINDOW: Duration = Duration::from_secs(15 * 60);
-pub(crate) const PER_ACCOUNT: usize = 5;
-pub(crate) const PER_ADDRESS: usize = 20;
-/// Keys kept at most; the oldest are dropped first (an attacker rotating emails cannot grow
-/// the map without bound).
-const MAX_KEYS: usize = 10_000;
+/// Failed sign-ins of one account from one address, per window.
+pub(crate) const PER_PAIR: i64 = 5;
+/// Failed sign-ins from one address (any accounts), per window.
+pub(crate) const PER_ADDRESS: i64 = 20;
+/// Client registrations (RFC 7591) from one address, per window.
+pub(crate) const REGISTRATIONS_PER_ADDRESS: i64 = 20;
+/// Device logins started from one address, per window.
+pub(crate) const DEVICE_CODES_PER_ADDRESS: i64 = 20;
+/// Device codes (typed user codes, polled device codes) one address may get wrong, per window.
+pub(crate) const DEVICE_MISSES_PER_ADDRESS: i64 = 10;
 
-#[derive(Default)]
-pub(crate) struct Limiter {
-    failures: Mutex<HashMap<String, VecDeque<Instant>>>,
+/// The address of a request without one (a test, a socket without a peer).
+const UNKNOWN: &str = "unknown";
+
+/// A reserved attempt: its id (to give back), and how many were in the window before it.
+pub(crate) struct Slot {
+    pub(crate) id: String,
+    pub(crate) before: Vec<i64>,
 }
 
-/// What a sign-in attempt may do now.
-pub(crate) enum Admission {
-    /// Go ahead, after waiting this long.
-    Proceed(Duration),
-    /// Refused; try again after this long.
-    Refused(Duration),
-}
-
-impl Limiter {
-    /// Whether an attempt for `account` from `address` may run now.
-    pub(crate) fn admit(&self, account: &str, address: Option<&str>) -> Admission {
-        let now = Instant::now();
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let mut worst = Duration::ZERO;
-        let mut recent = 0;
-        for (key, limit) in keys(account, address) {
-            let Some(times) = map.get_mut(&key) else {
-                continue;
-            };
-            while times
-                .front()
-                .is_some_and(|t| now.duration_since(*t) > WINDOW)
-            {
-                times.pop_front();
-            }
-            if times.len() >= limit
-                && let Some(oldest) = times.front()
-            {
-                worst = worst.max(WINDOW.saturating_sub(now.duration_since(*oldest)));
-            }
-            if limit == PER_ACCOUNT {
-                recent = times.len();
-            }
-        }
-        if worst > Duration::ZERO {
-            return Admission::Refused(worst.max(Duration::from_secs(1)));
-        }
-        // 0, 250 ms, 500 ms, 1 s, 2 s: a person mistyping barely notices, a guesser is slowed.
-        let delay = match recent {
-            0 => Duration::ZERO,
-            n => Duration::from_millis(250 << (n - 1).min(3)),
-        };
-        Admission::Proceed(delay)
-    }
-
-    pub(crate) fn failed(&self, account: &str, address: Option<&str>) {
-        let now = Instant::now();
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= MAX_KEYS {
-            map.retain(|_, times| {
-                times
-                    .back()
-                    .is_some_and(|t| now.duration_since(*t) < WINDOW)
-            });
-            if map.len() >= MAX_KEYS {
-                map.clear();
-            }
-        }
-        for (key, _) in keys(account, address) {
-            map.entry(key).or_default().push_back(now);
+impl Accounts {
+    /// Reserves a slot of each `(key, limit)` or answers `TooManyAttempts`.
+    pub(crate) async fn reserve(&self, limits: &[(String, i64)]) -> AccountResult<Slot> {
+        let id = secrets::new_id("att");
+        let limits: Vec<AttemptLimit> = limits
+            .iter()
+            .map(|(key, limit)| AttemptLimit {
+                key: format!("{}\n{key}", self.tenant()),
+                limit: *limit,
+            })
+            .collect();
+        match self
+            .store()
+            .reserve_attempt(&id, &limits, now_ms(), WINDOW.as_millis() as i64)
+            .await?
+        {
+            Reservation::Reserved { before } => Ok(Slot { id, before }),
+            Reservation::Refused { retry_after_ms } => Err(AccountError::TooManyAttempts {
+                retry_after_secs: (retry_after_ms as u64).div_ceil(1000).max(1),
+            }),
         }
     }
 
-    /// A successful sign-in clears the account's failures (not the address's).
-    pub(crate) fn succeeded(&self, account: &str) {
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        map.remove(&format!("account:{account}"));
+    /// Gives an attempt's slots back.
+    pub(crate) async fn release(&self, slot: &Slot) {
+        if let Err(e) = self.store().release_attempt(&slot.id).await {
+            tracing::warn!(error = %e, "could not give back an attempt's slots");
+        }
+    }
+
+    /// Frees every slot of `key` (a success clears the failures of its pair).
+    pub(crate) async fn clear(&self, key: &str) {
+        if let Err(e) = self
+            .store()
+            .clear_attempts(&format!("{}\n{key}", self.tenant()))
+            .await
+        {
+            tracing::warn!(error = %e, "could not clear the failures of a sign-in");
+        }
     }
 }
 
-fn keys(account: &str, address: Option<&str>) -> Vec<(String, usize)> {
-    let mut keys = vec![(format!("account:{account}"), PER_ACCOUNT)];
-    if let Some(address) = address {
-        keys.push((format!("address:{address}"), PER_ADDRESS));
+/// The source of a request, as limits name it.
+pub(crate) fn source(address: Option<&str>) -> &str {
+    address.filter(|a| !a.is_empty()).unwrap_or(UNKNOWN)
+}
+
+/// The limit keys of a sign-in of `account` from `address`: the pair first, then the address.
+pub(crate) fn sign_in_keys(account: &str, address: Option<&str>) -> [(String, i64); 2] {
+    let address = source(address);
+    [
+        (format!("sign-in:pair:{account}\n{address}"), PER_PAIR),
+        (format!("sign-in:address:{address}"), PER_ADDRESS),
+    ]
+}
+
+/// How long an attempt waits after `failures` failures of its pair: 0, 250 ms, 500 ms, 1 s, 2 s
+/// (a person mistyping barely notices, a guesser is slowed).
+pub(crate) fn delay(failures: i64) -> Duration {
+    match failures {
+        n if n <= 0 => Duration::ZERO,
+        n => Duration::from_millis(250 << (n - 1).min(3)),
     }
-    keys
 }
 
 #[cfg(test)]
@@ -102,50 +108,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slows_then_refuses_an_account() {
-        let l = Limiter::default();
-        assert!(matches!(l.admit("a@x", Some("1.2.3.4")), Admission::Proceed(d) if d.is_zero()));
-        for _ in 0..PER_ACCOUNT {
-            assert!(matches!(
-                l.admit("a@x", Some("1.2.3.4")),
-                Admission::Proceed(_)
-            ));
-            l.failed("a@x", Some("1.2.3.4"));
-        }
-        assert!(matches!(
-            l.admit("a@x", Some("5.6.7.8")),
-            Admission::Refused(_)
-        ));
-        // Another account from the same address is not refused yet.
-        assert!(matches!(
-            l.admit("b@x", Some("1.2.3.4")),
-            Admission::Proceed(_)
-        ));
+    fn delays_grow_and_stop_growing() {
+        assert_eq!(delay(0), Duration::ZERO);
+        assert_eq!(delay(1), Duration::from_millis(250));
+        assert_eq!(delay(4), Duration::from_secs(2));
+        assert_eq!(delay(40), Duration::from_secs(2));
     }
 
     #[test]
-    fn refuses_an_address_that_guesses_many_accounts() {
-        let l = Limiter::default();
-        for i in 0..PER_ADDRESS {
-            l.failed(&format!("u{i}@x"), Some("9.9.9.9"));
-        }
-        assert!(matches!(
-            l.admit("new@x", Some("9.9.9.9")),
-            Admission::Refused(_)
-        ));
-        assert!(matches!(
-            l.admit("new@x", Some("8.8.8.8")),
-            Admission::Proceed(_)
-        ));
-    }
-
-    #[test]
-    fn success_clears_the_account() {
-        let l = Limiter::default();
-        l.failed("a@x", None);
-        l.failed("a@x", None);
-        assert!(matches!(l.admit("a@x", None), Admission::Proceed(d) if !d.is_zero()));
-        l.succeeded("a@x");
-        assert!(matches!(l.admit("a@x", None), Admission::Proceed(d) if d.is_zero()));
+    fn a_pair_is_its_account_and_address() {
+        let [pair, address] = sign_in_keys("a@x", Some("1.2.3.4"));
+        assert_ne!(pair.0, sign_in_keys("a@x", Some("5.6.7.8"))[0].0);
+        assert_eq!(address.0, sign_in_keys("b@x", Some("1.2.3.4"))[1].0);
+        assert_eq!(source(None), "unknown");
     }
 }

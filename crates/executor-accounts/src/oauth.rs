@@ -18,6 +18,10 @@ const ACCESS_LIFETIME_SECS: i64 = 3600;
 const REFRESH_LIFETIME_MS: i64 = 30 * 24 * 3600 * 1000;
 /// How long a person has to consent, and a client to exchange its code.
 const REQUEST_LIFETIME_MS: i64 = 10 * 60 * 1000;
+/// Authorization requests waiting for their person, per client and in all (anyone may start
+/// one; each is a row for its ten minutes).
+const MAX_PENDING_PER_CLIENT: i64 = 20;
+const MAX_PENDING: i64 = 1_000;
 /// The one scope: using this person's Executor through MCP.
 pub const SCOPE: &str = "mcp";
 
@@ -27,6 +31,8 @@ pub struct OAuthError {
     pub error: &'static str,
     pub description: String,
     pub status: u16,
+    /// Seconds for `Retry-After` (a limit's answer).
+    pub retry_after_secs: Option<u64>,
 }
 
 impl OAuthError {
@@ -36,6 +42,16 @@ impl OAuthError {
             error,
             description: description.into(),
             status,
+            retry_after_secs: None,
+        }
+    }
+
+    fn server_error() -> Self {
+        OAuthError {
+            error: "server_error",
+            description: "The server could not complete the request.".to_owned(),
+            status: 500,
+            retry_after_secs: None,
         }
     }
 }
@@ -43,11 +59,7 @@ impl OAuthError {
 impl From<StoreError> for OAuthError {
     fn from(e: StoreError) -> Self {
         tracing::error!(error = %e, "OAuth store failure");
-        OAuthError {
-            error: "server_error",
-            description: "The server could not complete the request.".to_owned(),
-            status: 500,
-        }
+        OAuthError::server_error()
     }
 }
 
@@ -144,6 +156,34 @@ fn acceptable_redirect(raw: &str) -> bool {
     }
 }
 
+/// Whether a redirect URI presented matches one registered: the same string, or (RFC 8252
+/// §7.3) the same loopback URI on another port: a native app listens on whatever port the
+/// system gives it, so `http://127.0.0.1/cb` or `http://localhost:1234/cb` registered matches
+/// the same on any port (scheme, host, path and query still exact).
+fn redirect_matches(registered: &str, presented: &str) -> bool {
+    if registered == presented {
+        return true;
+    }
+    let (Ok(mut r), Ok(mut p)) = (url::Url::parse(registered), url::Url::parse(presented)) else {
+        return false;
+    };
+    let loopback = |u: &url::Url| {
+        u.scheme() == "http"
+            && u.host().is_some_and(|h| match h {
+                url::Host::Domain(d) => d == "localhost",
+                url::Host::Ipv4(ip) => ip.is_loopback(),
+                url::Host::Ipv6(ip) => ip.is_loopback(),
+            })
+    };
+    if !loopback(&r) || !loopback(&p) || p.fragment().is_some() {
+        return false;
+    }
+    if r.set_port(None).is_err() || p.set_port(None).is_err() {
+        return false;
+    }
+    r == p
+}
+
 fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
     match url::Url::parse(uri) {
         Ok(mut url) => {
@@ -185,10 +225,13 @@ impl Accounts {
                 })
     }
 
+    /// RFC 7591 registration from `address`: at most `REGISTRATIONS_PER_ADDRESS` a window
+    /// (anyone may register; a client that never gets a token is purged after a day).
     pub async fn register_client(
         &self,
         client_name: Option<&str>,
         redirect_uris: &[String],
+        address: Option<&str>,
     ) -> Result<RegisteredClient, OAuthError> {
         if redirect_uris.is_empty() || redirect_uris.len() > 10 {
             return Err(OAuthError::new(
@@ -216,6 +259,29 @@ impl Accounts {
                 "invalid_client_metadata",
                 "client_name is at most 200 characters.",
             ));
+        }
+        match self
+            .reserve(&[(
+                format!("register:address:{}", crate::limiter::source(address)),
+                crate::limiter::REGISTRATIONS_PER_ADDRESS,
+            )])
+            .await
+        {
+            Ok(_) => {}
+            Err(AccountError::TooManyAttempts { retry_after_secs }) => {
+                return Err(OAuthError {
+                    error: "too_many_requests",
+                    description: format!(
+                        "Too many registrations from this address. Try again in {retry_after_secs} s."
+                    ),
+                    status: 429,
+                    retry_after_secs: Some(retry_after_secs),
+                });
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "registration limit failed");
+                return Err(OAuthError::server_error());
+            }
         }
         let record = ClientRecord {
             client_id: secrets::new_id("mcpc"),
@@ -245,7 +311,14 @@ impl Accounts {
             ));
         };
         let redirect = match req.redirect_uri.as_deref() {
-            Some(uri) if client.redirect_uris.iter().any(|r| r == uri) => uri.to_owned(),
+            Some(uri)
+                if client
+                    .redirect_uris
+                    .iter()
+                    .any(|r| redirect_matches(r, uri)) =>
+            {
+                uri.to_owned()
+            }
             None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
             _ => {
                 return Ok(AuthorizeRedirect::Page(
@@ -319,7 +392,16 @@ impl Accounts {
             expires_at: now + REQUEST_LIFETIME_MS,
             polled_at: None,
         };
-        self.store().insert_grant(&grant).await?;
+        if !self
+            .store()
+            .insert_grant(&grant, MAX_PENDING_PER_CLIENT, MAX_PENDING)
+            .await?
+        {
+            return back(
+                "temporarily_unavailable",
+                "Too many authorization requests are waiting; try again in a few minutes.",
+            );
+        }
         Ok(AuthorizeRedirect::Consent(format!(
             "/oauth/consent?request={}",
             grant.id
@@ -380,6 +462,7 @@ impl Accounts {
         id: &str,
         approve: bool,
     ) -> AccountResult<String> {
+        crate::require_session(by)?;
         let (grant, client) = self.pending_request(id).await?;
         let redirect = grant.data["redirectUri"]
             .as_str()
@@ -465,6 +548,12 @@ impl Accounts {
         if grant.status != GrantStatus::Approved || grant.expires_at <= now_ms() {
             return invalid("The code expired.");
         }
+        // The code is spent by this redemption, whatever it proves: a wrong verifier or
+        // redirect URI cannot be retried (RFC 6749 §4.1.2: a code is used once).
+        if !self.store().use_grant(&grant.id).await? {
+            self.store().revoke_grant_tokens(&grant.id).await?;
+            return invalid("The code was used already; its tokens are revoked.");
+        }
         let redirect = grant.data["redirectUri"].as_str().unwrap_or_default();
         if form.redirect_uri.as_deref().is_some_and(|r| r != redirect) {
             return invalid("redirect_uri does not match the authorization request.");
@@ -478,10 +567,6 @@ impl Accounts {
             .unwrap_or_default()
             .to_owned();
         same_resource(form, &resource)?;
-        if !self.store().use_grant(&grant.id).await? {
-            self.store().revoke_grant_tokens(&grant.id).await?;
-            return invalid("The code was used already; its tokens are revoked.");
-        }
         let Some(user_id) = grant.user_id.clone() else {
             return invalid("The code has no user.");
         };
@@ -609,7 +694,43 @@ impl Accounts {
 
 #[cfg(test)]
 mod tests {
-    use super::acceptable_redirect;
+    use super::{acceptable_redirect, redirect_matches};
+
+    #[test]
+    fn loopback_redirects_match_on_any_port() {
+        assert!(redirect_matches(
+            "http://127.0.0.1/cb",
+            "http://127.0.0.1:53124/cb"
+        ));
+        assert!(redirect_matches(
+            "http://localhost:1234/cb",
+            "http://localhost:9/cb"
+        ));
+        assert!(redirect_matches(
+            "http://[::1]:80/cb?x=1",
+            "http://[::1]:7/cb?x=1"
+        ));
+        assert!(!redirect_matches(
+            "http://127.0.0.1/cb",
+            "http://127.0.0.1:5/other"
+        ));
+        assert!(!redirect_matches(
+            "http://127.0.0.1/cb",
+            "http://localhost:5/cb"
+        ));
+        assert!(!redirect_matches(
+            "https://app.example/cb",
+            "https://app.example:8443/cb"
+        ));
+        assert!(!redirect_matches(
+            "http://127.0.0.1/cb",
+            "https://127.0.0.1:5/cb"
+        ));
+        assert!(redirect_matches(
+            "https://app.example/cb",
+            "https://app.example/cb"
+        ));
+    }
 
     #[test]
     fn redirect_uris() {

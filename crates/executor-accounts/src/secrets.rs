@@ -1,6 +1,7 @@
 //! What is handed out and what is kept of it: random tokens (only their SHA-256 is stored),
 //! argon2id password hashes (computed on blocking threads: a hash is tens of milliseconds of
-//! CPU, which must not hold an IO worker), invite and device codes people type.
+//! CPU, which must not hold an IO worker, and 19 MiB, so only a few run at once: [`Hasher`]),
+//! invite and device codes people type.
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
@@ -78,36 +79,132 @@ fn argon() -> Argon2<'static> {
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
 }
 
-/// An argon2id PHC string of `password`, computed off the async workers.
-pub(crate) async fn hash_password(password: String) -> Result<String, String> {
-    tokio::task::spawn_blocking(move || {
-        let salt_bytes: [u8; 16] = rand::rng().random();
-        let salt = SaltString::encode_b64(&salt_bytes).map_err(|e| e.to_string())?;
-        argon()
-            .hash_password(password.as_bytes(), &salt)
-            .map(|h| h.to_string())
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| e.to_string())?
+/// How many argon2 hashes run at once (each holds 19 MiB), how many requests may wait for one,
+/// and how long they wait before the answer is "busy".
+pub(crate) const HASHES_IN_FLIGHT: usize = 4;
+pub(crate) const HASHES_WAITING: usize = 32;
+const HASH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Every password hash of the process goes through here: at most [`HASHES_IN_FLIGHT`] run (on
+/// blocking threads), a few more wait, the rest are refused at once. Nothing a request sends
+/// can make the process hold more than `HASHES_IN_FLIGHT × 19 MiB` of hashing memory.
+pub(crate) struct Hasher {
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+    waiting: std::sync::atomic::AtomicUsize,
+    counters: std::sync::Arc<HashCounters>,
 }
 
-/// Whether `password` matches the stored hash, checked off the async workers. `None` stored
-/// hash (no such account) still costs one hash, so timing does not tell which emails exist.
-pub(crate) async fn verify_password(password: String, stored: Option<String>) -> bool {
-    tokio::task::spawn_blocking(move || {
-        let known = stored.is_some();
-        let stored = stored.unwrap_or_else(|| dummy_hash().to_owned());
-        let Ok(parsed) = PasswordHash::new(&stored) else {
-            return false;
-        };
-        argon()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok()
-            && known
-    })
-    .await
-    .unwrap_or(false)
+/// What the hasher did, for tests and metrics.
+#[derive(Default)]
+pub(crate) struct HashCounters {
+    pub(crate) in_flight: std::sync::atomic::AtomicUsize,
+    pub(crate) peak: std::sync::atomic::AtomicUsize,
+    pub(crate) total: std::sync::atomic::AtomicU64,
+    pub(crate) refused: std::sync::atomic::AtomicU64,
+}
+
+/// No hashing slot came free in time: the caller answers 503 with `Retry-After`.
+#[derive(Debug)]
+pub(crate) struct Busy;
+
+impl Default for Hasher {
+    fn default() -> Self {
+        Hasher {
+            permits: std::sync::Arc::new(tokio::sync::Semaphore::new(HASHES_IN_FLIGHT)),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            counters: Default::default(),
+        }
+    }
+}
+
+impl Hasher {
+    pub(crate) fn counters(&self) -> &HashCounters {
+        &self.counters
+    }
+
+    async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Busy> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
+        if self.waiting.fetch_add(1, SeqCst) >= HASHES_WAITING {
+            self.waiting.fetch_sub(1, SeqCst);
+            self.counters.refused.fetch_add(1, SeqCst);
+            return Err(Busy);
+        }
+        let got = tokio::time::timeout(HASH_WAIT, self.permits.clone().acquire_owned()).await;
+        self.waiting.fetch_sub(1, SeqCst);
+        match got {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => {
+                self.counters.refused.fetch_add(1, SeqCst);
+                Err(Busy)
+            }
+        }
+    }
+
+    /// Runs `work` on a blocking thread holding a slot; the slot is the thread's until the
+    /// hash is done, even when the request that asked is gone.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<Option<T>, Busy> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let permit = self.permit().await?;
+        let counters = self.counters.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            let now = counters.in_flight.fetch_add(1, SeqCst) + 1;
+            counters.peak.fetch_max(now, SeqCst);
+            counters.total.fetch_add(1, SeqCst);
+            let out = work();
+            counters.in_flight.fetch_sub(1, SeqCst);
+            drop(permit);
+            out
+        })
+        .await;
+        Ok(done.ok())
+    }
+
+    /// An argon2id PHC string of `password`.
+    pub(crate) async fn hash_password(
+        &self,
+        password: String,
+    ) -> Result<Result<String, String>, Busy> {
+        let out = self
+            .run(move || {
+                let salt_bytes: [u8; 16] = rand::rng().random();
+                let salt = SaltString::encode_b64(&salt_bytes).map_err(|e| e.to_string())?;
+                argon()
+                    .hash_password(password.as_bytes(), &salt)
+                    .map(|h| h.to_string())
+                    .map_err(|e| e.to_string())
+            })
+            .await?;
+        Ok(out.unwrap_or_else(|| Err("the hashing thread failed".to_owned())))
+    }
+
+    /// Whether `password` matches the stored hash. `None` stored hash (no such account) still
+    /// costs one hash, so timing does not tell which emails exist.
+    pub(crate) async fn verify_password(
+        &self,
+        password: String,
+        stored: Option<String>,
+    ) -> Result<bool, Busy> {
+        let out = self
+            .run(move || {
+                let known = stored.is_some();
+                let stored = stored.unwrap_or_else(|| dummy_hash().to_owned());
+                let Ok(parsed) = PasswordHash::new(&stored) else {
+                    return false;
+                };
+                argon()
+                    .verify_password(password.as_bytes(), &parsed)
+                    .is_ok()
+                    && known
+            })
+            .await?;
+        Ok(out.unwrap_or(false))
+    }
 }
 
 /// The hash of a random password nobody knows, verified against when the account is missing.
@@ -185,10 +282,46 @@ mod tests {
 
     #[tokio::test]
     async fn passwords_verify_and_wrong_ones_do_not() {
-        let hash = hash_password("correct horse".to_owned()).await.unwrap();
+        let hasher = Hasher::default();
+        let hash = hasher
+            .hash_password("correct horse".to_owned())
+            .await
+            .unwrap()
+            .unwrap();
         assert!(hash.starts_with("$argon2id$"));
-        assert!(verify_password("correct horse".to_owned(), Some(hash.clone())).await);
-        assert!(!verify_password("wrong".to_owned(), Some(hash)).await);
-        assert!(!verify_password("anything".to_owned(), None).await);
+        let verify = |p: &str, h: Option<String>| hasher.verify_password(p.to_owned(), h);
+        assert!(verify("correct horse", Some(hash.clone())).await.unwrap());
+        assert!(!verify("wrong", Some(hash)).await.unwrap());
+        assert!(!verify("anything", None).await.unwrap());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn at_most_a_few_hashes_run_at_once_and_the_rest_wait_or_are_refused() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let hasher = std::sync::Arc::new(Hasher::default());
+        let all: Vec<_> = (0..(HASHES_IN_FLIGHT + HASHES_WAITING + 8))
+            .map(|_| {
+                let hasher = hasher.clone();
+                tokio::spawn(async move { hasher.verify_password("x".to_owned(), None).await })
+            })
+            .collect();
+        let mut busy = 0;
+        for task in all {
+            if task.await.unwrap().is_err() {
+                busy += 1;
+            }
+        }
+        let c = hasher.counters();
+        assert!(
+            c.peak.load(SeqCst) <= HASHES_IN_FLIGHT,
+            "peak {}",
+            c.peak.load(SeqCst)
+        );
+        assert!(busy >= 1, "none refused");
+        assert_eq!(
+            c.total.load(SeqCst) + busy,
+            (HASHES_IN_FLIGHT + HASHES_WAITING + 8) as u64
+        );
+        assert_eq!(c.in_flight.load(SeqCst), 0);
     }
 }

@@ -5,13 +5,16 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use executor_accounts::{
-    AccountError, Accounts, AuthorizeRedirect, AuthorizeRequest, Identity, Organisation,
+    AccountError, Accounts, AuthorizeRedirect, AuthorizeRequest, Identity, KeyScope, Organisation,
     TokenGrant, Via,
 };
 use executor_store::SqlStore;
 use sha2::{Digest, Sha256};
 
 const BASE: &str = "https://exec.example";
+const OWNER_PW: &str = "violet teapot rides north";
+const MEMBER_PW: &str = "seven quiet lanterns hum";
+const OTHER_PW: &str = "harbor-pickle-saxophone-42";
 
 async fn accounts() -> (Accounts, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -38,7 +41,7 @@ async fn identity(accounts: &Accounts, token: &str) -> Identity {
 /// An owner and a member, signed in.
 async fn team(accounts: &Accounts) -> (Identity, Identity) {
     let owner = accounts
-        .sign_up("Olga", "Olga@Example.com", "correct horse", None)
+        .sign_up("Olga", "Olga@Example.com", OWNER_PW, None)
         .await
         .unwrap();
     let owner = identity(accounts, &owner.token).await;
@@ -50,7 +53,7 @@ async fn team(accounts: &Accounts) -> (Identity, Identity) {
         .sign_up(
             "Max",
             "max@example.com",
-            "battery staple",
+            MEMBER_PW,
             Some(&invite.code.to_lowercase()),
         )
         .await
@@ -72,18 +75,13 @@ async fn the_first_account_owns_and_others_need_a_single_use_invite() {
     assert!(!accounts.needs_setup().await.unwrap());
     assert!(matches!(
         accounts
-            .sign_up("Eve", "eve@example.com", "password1", None)
+            .sign_up("Eve", "eve@example.com", OTHER_PW, None)
             .await,
         Err(AccountError::InviteRequired)
     ));
     assert!(matches!(
         accounts
-            .sign_up(
-                "Eve",
-                "eve@example.com",
-                "password1",
-                Some("ZZZZ-ZZZZ-ZZZZ")
-            )
+            .sign_up("Eve", "eve@example.com", OTHER_PW, Some("ZZZZ-ZZZZ-ZZZZ"))
             .await,
         Err(AccountError::InvalidInvite)
     ));
@@ -94,20 +92,20 @@ async fn the_first_account_owns_and_others_need_a_single_use_invite() {
     assert!(accounts.invite_valid(&invite.code).await.unwrap());
     assert!(matches!(
         accounts
-            .sign_up("Dup", "MAX@example.com", "password1", Some(&invite.code))
+            .sign_up("Dup", "MAX@example.com", OTHER_PW, Some(&invite.code))
             .await,
         Err(AccountError::EmailTaken)
     ));
     // Still unused after the refusal, then used once.
     let admin = accounts
-        .sign_up("Ada", "ada@example.com", "password1", Some(&invite.code))
+        .sign_up("Ada", "ada@example.com", OTHER_PW, Some(&invite.code))
         .await
         .unwrap();
     assert_eq!(admin.user.role, "admin");
     assert!(!accounts.invite_valid(&invite.code).await.unwrap());
     assert!(matches!(
         accounts
-            .sign_up("Bob", "bob@example.com", "password1", Some(&invite.code))
+            .sign_up("Bob", "bob@example.com", OTHER_PW, Some(&invite.code))
             .await,
         Err(AccountError::InvalidInvite)
     ));
@@ -127,8 +125,8 @@ async fn the_first_account_owns_and_others_need_a_single_use_invite() {
         Err(AccountError::InvalidInput(_))
     ));
     for (name, email, password) in [
-        ("", "a@b.c", "password1"),
-        ("A", "nope", "password1"),
+        ("", "a@b.c", OTHER_PW),
+        ("A", "nope", OTHER_PW),
         ("A", "a@b.c", "short"),
     ] {
         assert!(matches!(
@@ -141,11 +139,11 @@ async fn the_first_account_owns_and_others_need_a_single_use_invite() {
 }
 
 #[tokio::test]
-async fn sign_in_is_slowed_then_refused_and_sign_out_ends_the_session() {
+async fn sign_in_is_slowed_then_refused_for_the_pair_and_sign_out_ends_the_session() {
     let (accounts, _dir) = accounts().await;
     team(&accounts).await;
     let signed = accounts
-        .sign_in("OLGA@example.com", "correct horse", Some("10.0.0.1"))
+        .sign_in("OLGA@example.com", OWNER_PW, Some("10.0.0.1"))
         .await
         .unwrap();
     assert!(
@@ -163,9 +161,9 @@ async fn sign_in_is_slowed_then_refused_and_sign_out_ends_the_session() {
             Err(AccountError::InvalidCredentials)
         ));
     }
-    // Past the limit even the right password waits, from any address.
+    // Past the limit even the right password waits, from the address that failed.
     assert!(matches!(
-        accounts.sign_in("olga@example.com", "correct horse", Some("10.0.0.2")).await,
+        accounts.sign_in("olga@example.com", OWNER_PW, Some("10.0.0.1")).await,
         Err(AccountError::TooManyAttempts { retry_after_secs }) if retry_after_secs > 0
     ));
     // An unknown account is refused like a wrong password.
@@ -189,6 +187,191 @@ async fn sign_in_is_slowed_then_refused_and_sign_out_ends_the_session() {
             .is_none()
     );
     assert!(accounts.authenticate("garbage").await.unwrap().is_none());
+}
+
+/// Runs `n` sign-ins at once; counts (wrong password, too many, busy).
+async fn sign_in_storm(
+    accounts: &Accounts,
+    n: usize,
+    email: impl Fn(usize) -> String,
+    address: impl Fn(usize) -> String,
+) -> (usize, usize, usize) {
+    let all: Vec<_> = (0..n)
+        .map(|i| {
+            let (accounts, email, address) = (accounts.clone(), email(i), address(i));
+            tokio::spawn(async move {
+                accounts
+                    .sign_in(&email, "not the password", Some(&address))
+                    .await
+            })
+        })
+        .collect();
+    let (mut wrong, mut limited, mut busy) = (0, 0, 0);
+    for task in all {
+        match task.await.unwrap() {
+            Err(AccountError::InvalidCredentials) => wrong += 1,
+            Err(AccountError::TooManyAttempts { .. }) => limited += 1,
+            Err(AccountError::Busy { retry_after_secs }) => {
+                assert!(retry_after_secs > 0);
+                busy += 1
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    (wrong, limited, busy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sign_ins_hash_at_most_the_limit_then_are_refused() {
+    let (accounts, _dir) = accounts().await;
+    team(&accounts).await;
+    let hashed_before = accounts.hash_stats().total;
+    // 40 at once on one account from one address: 5 are checked, the others refused unhashed.
+    let (wrong, limited, busy) = sign_in_storm(
+        &accounts,
+        40,
+        |_| "olga@example.com".to_owned(),
+        |_| "203.0.113.7".to_owned(),
+    )
+    .await;
+    assert_eq!(wrong, 5, "{wrong} hashed, {limited} limited, {busy} busy");
+    assert_eq!(limited + busy, 35);
+    assert_eq!(accounts.hash_stats().total - hashed_before, 5);
+    // 60 at once from one address on 60 accounts: at most the address's 20.
+    let hashed_before = accounts.hash_stats().total;
+    let (wrong, limited, busy) = sign_in_storm(
+        &accounts,
+        60,
+        |i| format!("guess{i}@example.com"),
+        |_| "198.51.100.9".to_owned(),
+    )
+    .await;
+    assert!(wrong <= 20, "{wrong} hashed");
+    assert_eq!(wrong + limited + busy, 60);
+    assert!(accounts.hash_stats().total - hashed_before <= 20);
+    assert!(
+        accounts.hash_stats().peak <= 4,
+        "{:?}",
+        accounts.hash_stats()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hashes_in_flight_are_bounded_whatever_the_addresses() {
+    let (accounts, _dir) = accounts().await;
+    team(&accounts).await;
+    // 80 attempts from 80 addresses pass every limit: the hasher is what bounds them.
+    let (wrong, limited, busy) = sign_in_storm(
+        &accounts,
+        80,
+        |i| format!("u{i}@example.com"),
+        |i| format!("192.0.2.{i}"),
+    )
+    .await;
+    let stats = accounts.hash_stats();
+    assert_eq!(limited, 0);
+    assert!(stats.peak <= 4, "{stats:?}");
+    assert!(busy > 0, "the queue is bounded: {wrong} hashed, {stats:?}");
+    assert_eq!(stats.in_flight, 0);
+}
+
+#[tokio::test]
+async fn the_owner_signs_in_from_another_address_while_an_attacker_is_locked_out() {
+    let (accounts, _dir) = accounts().await;
+    team(&accounts).await;
+    for _ in 0..5 {
+        assert!(matches!(
+            accounts
+                .sign_in("olga@example.com", "guess", Some("203.0.113.66"))
+                .await,
+            Err(AccountError::InvalidCredentials)
+        ));
+    }
+    assert!(matches!(
+        accounts
+            .sign_in("olga@example.com", "guess", Some("203.0.113.66"))
+            .await,
+        Err(AccountError::TooManyAttempts { .. })
+    ));
+    // The owner, elsewhere, is not locked: the attacker filled only their own pair.
+    let owner = accounts
+        .sign_in("olga@example.com", OWNER_PW, Some("10.1.2.3"))
+        .await
+        .unwrap();
+    assert_eq!(owner.user.email, "olga@example.com");
+    // And the owner's own mistakes are cleared by their success.
+    for _ in 0..4 {
+        let _ = accounts
+            .sign_in("olga@example.com", "typo", Some("10.1.2.3"))
+            .await;
+    }
+    accounts
+        .sign_in("olga@example.com", OWNER_PW, Some("10.1.2.3"))
+        .await
+        .unwrap();
+    for _ in 0..4 {
+        assert!(matches!(
+            accounts
+                .sign_in("olga@example.com", "typo", Some("10.1.2.3"))
+                .await,
+            Err(AccountError::InvalidCredentials)
+        ));
+    }
+}
+
+#[tokio::test]
+async fn two_servers_on_one_database_share_the_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn executor_store::Store> = Arc::new(SqlStore::open(dir.path()).await.unwrap());
+    let org = || Organisation {
+        slug: "acme".into(),
+        name: "Acme".into(),
+    };
+    let one = Accounts::new(store.clone(), org(), BASE);
+    let two = Accounts::new(store, org(), BASE);
+    team(&one).await;
+    for i in 0..5 {
+        let server = if i % 2 == 0 { &one } else { &two };
+        assert!(matches!(
+            server
+                .sign_in("olga@example.com", "guess", Some("203.0.113.5"))
+                .await,
+            Err(AccountError::InvalidCredentials)
+        ));
+    }
+    for server in [&one, &two] {
+        assert!(matches!(
+            server
+                .sign_in("olga@example.com", "guess", Some("203.0.113.5"))
+                .await,
+            Err(AccountError::TooManyAttempts { .. })
+        ));
+    }
+}
+
+#[tokio::test]
+async fn weak_and_common_passwords_are_refused_with_a_reason() {
+    let (accounts, _dir) = accounts().await;
+    for weak in [
+        "password1",
+        "qwertyuiop",
+        "iloveyou123",
+        "olga@example.com",
+        "Olga1234",
+    ] {
+        match accounts
+            .sign_up("Olga", "olga@example.com", weak, None)
+            .await
+        {
+            Err(AccountError::WeakPassword(why)) => assert!(why.contains("too easy"), "{why}"),
+            other => panic!("{weak:?}: {other:?}"),
+        }
+    }
+    assert!(accounts.needs_setup().await.unwrap(), "nothing was made");
+    accounts
+        .sign_up("Olga", "olga@example.com", OWNER_PW, None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -217,7 +400,10 @@ async fn roles_change_by_admins_and_owners_only_by_owners() {
         Err(AccountError::Forbidden(_))
     ));
     // A removed member's credentials end at once.
-    let key = accounts.create_api_key(&admin, Some("ci")).await.unwrap();
+    let key = accounts
+        .create_api_key(&admin, Some("ci"), None)
+        .await
+        .unwrap();
     let value = key.value.unwrap();
     assert!(accounts.authenticate(&value).await.unwrap().is_some());
     accounts
@@ -247,11 +433,16 @@ async fn identity_by_id(accounts: &Accounts, who: &Identity) -> Identity {
 async fn api_keys_are_shown_once_listed_by_hint_and_revoked_at_once() {
     let (accounts, _dir) = accounts().await;
     let (owner, member) = team(&accounts).await;
-    let key = accounts.create_api_key(&owner, None).await.unwrap();
+    let key = accounts.create_api_key(&owner, None, None).await.unwrap();
     let value = key.value.clone().unwrap();
     assert!(value.starts_with("exk_"));
     let me = identity(&accounts, &value).await;
-    assert_eq!(me.via, Via::ApiKey);
+    assert_eq!(
+        me.via,
+        Via::ApiKey {
+            scope: KeyScope::Agent
+        }
+    );
     assert_eq!(me.user.id, owner.user.id);
     let listed = accounts.api_keys(&owner).await.unwrap();
     assert_eq!(listed.len(), 1);
@@ -298,12 +489,12 @@ async fn an_mcp_client_registers_is_consented_and_its_refresh_tokens_rotate() {
     let (owner, _) = team(&accounts).await;
     let redirect = "http://127.0.0.1:7777/cb";
     let client = accounts
-        .register_client(Some("Claude Code"), &[redirect.to_owned()])
+        .register_client(Some("Claude Code"), &[redirect.to_owned()], None)
         .await
         .unwrap();
     assert!(
         accounts
-            .register_client(None, &["http://evil.example/cb".to_owned()])
+            .register_client(None, &["http://evil.example/cb".to_owned()], None)
             .await
             .is_err()
     );
@@ -378,6 +569,32 @@ async fn an_mcp_client_registers_is_consented_and_its_refresh_tokens_rotate() {
             .error,
         "invalid_grant"
     );
+    // A failed redemption spent the code: the right verifier is too late for it.
+    assert_eq!(
+        accounts
+            .exchange(&exchange(&code, &verifier))
+            .await
+            .unwrap_err()
+            .error,
+        "invalid_grant"
+    );
+    // So is a code redeemed with another redirect URI.
+    let code = approved_code(&accounts, &owner, &request).await;
+    let mut elsewhere = exchange(&code, &verifier);
+    elsewhere.redirect_uri = Some("http://127.0.0.1:7777/other".into());
+    assert_eq!(
+        accounts.exchange(&elsewhere).await.unwrap_err().error,
+        "invalid_grant"
+    );
+    assert_eq!(
+        accounts
+            .exchange(&exchange(&code, &verifier))
+            .await
+            .unwrap_err()
+            .error,
+        "invalid_grant"
+    );
+    let code = approved_code(&accounts, &owner, &request).await;
     let tokens = accounts
         .exchange(&exchange(&code, &verifier))
         .await
@@ -408,13 +625,26 @@ async fn an_mcp_client_registers_is_consented_and_its_refresh_tokens_rotate() {
     );
 }
 
+/// A fresh code for `request`, approved by `by`.
+async fn approved_code(accounts: &Accounts, by: &Identity, request: &AuthorizeRequest) -> String {
+    let AuthorizeRedirect::Consent(path) = accounts.authorize(request).await.unwrap() else {
+        panic!()
+    };
+    let id = path.split("request=").nth(1).unwrap();
+    query_of(
+        &accounts.answer_consent(by, id, true).await.unwrap(),
+        "code",
+    )
+    .unwrap()
+}
+
 #[tokio::test]
 async fn a_replayed_refresh_token_revokes_the_grant() {
     let (accounts, _dir) = accounts().await;
     let (owner, _) = team(&accounts).await;
     let redirect = "http://localhost:7777/cb";
     let client = accounts
-        .register_client(None, &[redirect.to_owned()])
+        .register_client(None, &[redirect.to_owned()], None)
         .await
         .unwrap();
     let (verifier, challenge) = pkce();
@@ -516,31 +746,40 @@ async fn a_replayed_refresh_token_revokes_the_grant() {
 async fn the_cli_signs_in_with_a_device_code() {
     let (accounts, _dir) = accounts().await;
     let (owner, _) = team(&accounts).await;
-    let code = accounts.device_code(Some("executor-cli")).await.unwrap();
+    let code = accounts
+        .device_code(Some("executor-cli"), None)
+        .await
+        .unwrap();
     assert!(
         code.verification_uri_complete
             .starts_with(&format!("{BASE}/device?user_code="))
     );
-    assert!(accounts.device_code(Some("someone-else")).await.is_err());
+    assert!(
+        accounts
+            .device_code(Some("someone-else"), None)
+            .await
+            .is_err()
+    );
     let poll = || {
         accounts.device_token(
             Some(executor_accounts::DEVICE_GRANT_TYPE),
             Some(&code.device_code),
             Some("executor-cli"),
+            None,
         )
     };
     assert_eq!(poll().await.unwrap_err().code(), "authorization_pending");
     assert_eq!(poll().await.unwrap_err().code(), "slow_down");
     assert_eq!(
         accounts
-            .device_status(&code.user_code.to_lowercase())
+            .device_status(&code.user_code.to_lowercase(), None)
             .await
             .unwrap()
             .status,
         "pending"
     );
     accounts
-        .answer_device(&owner, &code.user_code, true)
+        .answer_device(&owner, &code.user_code, true, None)
         .await
         .unwrap();
     let signed = poll().await.unwrap();
@@ -550,7 +789,7 @@ async fn the_cli_signs_in_with_a_device_code() {
     assert_eq!(poll().await.unwrap_err().code(), "invalid_grant");
     assert!(
         accounts
-            .answer_device(&owner, &code.user_code, true)
+            .answer_device(&owner, &code.user_code, true, None)
             .await
             .is_err()
     );

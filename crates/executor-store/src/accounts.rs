@@ -203,6 +203,24 @@ pub struct AuditFilter {
     pub action: Option<String>,
 }
 
+/// A limit an attempt counts against: at most `limit` admitted attempts under `key` (any
+/// text: the store keeps its SHA-256) within the window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptLimit {
+    pub key: String,
+    pub limit: i64,
+}
+
+/// What [`AccountStore::reserve_attempt`] decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reservation {
+    /// A slot of every limit is held by the attempt; `before[i]` attempts of limit `i` were
+    /// already in the window.
+    Reserved { before: Vec<i64> },
+    /// A limit is full: nothing was reserved; its oldest slot frees in this many ms.
+    Refused { retry_after_ms: i64 },
+}
+
 /// The outcome of a role change or a removal that must keep an owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberChange {
@@ -262,8 +280,30 @@ pub trait AccountStore: Send + Sync {
     async fn use_refresh_token(&self, token_hash: &str, now: i64) -> Result<Option<TokenRecord>>;
     /// Removes every token of the grant; returns how many.
     async fn revoke_grant_tokens(&self, grant_id: &str) -> Result<u64>;
-    /// Forgets tokens expired before `now` and grants expired before `now`.
-    async fn purge_expired_accounts(&self, now: i64) -> Result<u64>;
+    /// Forgets tokens expired before `now`, grants expired before `now`, attempts older than
+    /// `attempts_before`, and registered clients created before `unused_clients_before` that
+    /// hold no token and no grant.
+    async fn purge_expired_accounts(
+        &self,
+        now: i64,
+        attempts_before: i64,
+        unused_clients_before: i64,
+    ) -> Result<u64>;
+
+    /// Reserves, in one transaction (across replicas too), a slot of each limit for the
+    /// attempt `attempt_id` at `now`, counting the slots held in `(now - window_ms, now]`:
+    /// either every limit has room and each gets a row, or none is reserved.
+    async fn reserve_attempt(
+        &self,
+        attempt_id: &str,
+        limits: &[AttemptLimit],
+        now: i64,
+        window_ms: i64,
+    ) -> Result<Reservation>;
+    /// Gives back the slots of an attempt (it did not count: it succeeded, or was not run).
+    async fn release_attempt(&self, attempt_id: &str) -> Result<()>;
+    /// Frees every slot held under `key` (a success clears its failures).
+    async fn clear_attempts(&self, key: &str) -> Result<()>;
 
     async fn insert_invite(&self, rec: &InviteRecord) -> Result<()>;
     /// Newest first.
@@ -272,7 +312,9 @@ pub trait AccountStore: Send + Sync {
     /// Whether an unused invite was removed.
     async fn delete_unused_invite(&self, tenant: &str, id: &str) -> Result<bool>;
 
-    async fn insert_grant(&self, rec: &GrantRecord) -> Result<()>;
+    /// Inserts the grant unless its client already has `per_client` pending grants of its kind,
+    /// or the tenant `total` (expired ones do not count, and go first): `false` when refused.
+    async fn insert_grant(&self, rec: &GrantRecord, per_client: i64, total: i64) -> Result<bool>;
     async fn get_grant(&self, id: &str) -> Result<Option<GrantRecord>>;
     async fn get_grant_by_user_code(&self, user_code: &str) -> Result<Option<GrantRecord>>;
     async fn get_grant_by_code(&self, code_hash: &str) -> Result<Option<GrantRecord>>;

@@ -23,8 +23,8 @@ mod toolkits;
 mod vault;
 
 pub use accounts::{
-    AccountStore, AuditFilter, AuditRecord, ClientRecord, GrantKind, GrantRecord, GrantStatus,
-    InviteRecord, MemberChange, TokenKind, TokenRecord, UserRecord,
+    AccountStore, AttemptLimit, AuditFilter, AuditRecord, ClientRecord, GrantKind, GrantRecord,
+    GrantStatus, InviteRecord, MemberChange, Reservation, TokenKind, TokenRecord, UserRecord,
 };
 pub use executions::{
     ExecutionCallRecord, ExecutionFilter, ExecutionRecord, ExecutionStatus, ExecutionStore,
@@ -38,7 +38,7 @@ pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 

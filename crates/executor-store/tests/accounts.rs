@@ -3,8 +3,9 @@
 //! that the audit log cannot be rewritten.
 
 use executor_store::{
-    AccountStore, AuditFilter, AuditRecord, InviteRecord, MemberChange, StoreError, TokenKind,
-    TokenRecord, UserRecord,
+    AccountStore, AttemptLimit, AuditFilter, AuditRecord, ClientRecord, GrantKind, GrantRecord,
+    GrantStatus, InviteRecord, MemberChange, Reservation, StoreError, TokenKind, TokenRecord,
+    UserRecord,
 };
 use serde_json::json;
 
@@ -180,7 +181,7 @@ both_backends! {
         assert_eq!(found.last_used_at, Some(1_000), "stamped once per minute");
         assert_eq!(who.email, "o@x.io");
         assert!(!store.delete_token("acme", "someone-else", TokenKind::ApiKey, "k1").await.unwrap());
-        assert_eq!(store.purge_expired_accounts(100).await.unwrap(), 1);
+        assert_eq!(store.purge_expired_accounts(100, 0, 0).await.unwrap(), 1);
         assert!(store.find_token("hs1").await.unwrap().is_none());
         assert!(store.delete_token("acme", "usr_o", TokenKind::ApiKey, "k1").await.unwrap());
     }
@@ -232,5 +233,98 @@ both_backends! {
         assert!(db.try_execute_raw("UPDATE audit_event SET outcome = 'error'").await.is_err());
         assert!(db.try_execute_raw("DELETE FROM audit_event").await.is_err());
         assert_eq!(store.list_audit("acme", &AuditFilter { limit: 10, ..Default::default() }).await.unwrap().len(), 5);
+    }
+
+    async fn attempts_take_a_slot_each_atomically_and_free_with_the_window(db: &TestDb) {
+        let store = db.open().await;
+        let limits = |pair: &str| {
+            vec![
+                AttemptLimit { key: format!("pair:{pair}"), limit: 5 },
+                AttemptLimit { key: "address:1.2.3.4".to_owned(), limit: 8 },
+            ]
+        };
+        // 40 at once for one pair: exactly its limit get a slot.
+        let attempts: Vec<_> = (0..40)
+            .map(|i| {
+                let (store, limits) = (&store, limits("a"));
+                async move { store.reserve_attempt(&format!("att{i}"), &limits, 1_000, 900_000).await.unwrap() }
+            })
+            .collect();
+        let got = futures::future::join_all(attempts).await;
+        let reserved = got.iter().filter(|r| matches!(r, Reservation::Reserved { .. })).count();
+        assert_eq!(reserved, 5, "{got:?}");
+        assert!(got.iter().all(|r| match r {
+            Reservation::Refused { retry_after_ms } => *retry_after_ms == 900_000,
+            Reservation::Reserved { .. } => true,
+        }));
+        // Another pair from the same address has what is left of the address's limit.
+        for i in 0..3 {
+            assert!(matches!(store.reserve_attempt(&format!("b{i}"), &limits("b"), 2_000, 900_000).await.unwrap(), Reservation::Reserved { .. }));
+        }
+        assert!(matches!(store.reserve_attempt("b3", &limits("b"), 2_000, 900_000).await.unwrap(), Reservation::Refused { .. }));
+        // A released attempt frees its slots; a cleared key all of its own.
+        store.release_attempt("b0").await.unwrap();
+        match store.reserve_attempt("b4", &limits("b"), 2_000, 900_000).await.unwrap() {
+            Reservation::Reserved { before } => assert_eq!(before, vec![2, 7]),
+            other => panic!("{other:?}"),
+        }
+        store.clear_attempts("pair:a").await.unwrap();
+        assert!(matches!(
+            store.reserve_attempt("a1", &[AttemptLimit { key: "pair:a".into(), limit: 5 }], 3_000, 900_000).await.unwrap(),
+            Reservation::Reserved { before } if before == vec![0]
+        ));
+        // Past the window every slot is free again.
+        assert!(matches!(store.reserve_attempt("late", &limits("b"), 1_000 + 900_001, 900_000).await.unwrap(), Reservation::Reserved { .. }));
+    }
+
+    async fn pending_grants_are_capped_per_client_and_in_all(db: &TestDb) {
+        let store = db.open().await;
+        let grant = |id: &str, client: &str, expires_at: i64| GrantRecord {
+            id: id.to_owned(),
+            kind: GrantKind::Authorization,
+            tenant: "acme".to_owned(),
+            code_hash: None,
+            user_code: None,
+            client_id: client.to_owned(),
+            user_id: None,
+            status: GrantStatus::Pending,
+            data: json!({}),
+            created_at: 10,
+            expires_at,
+            polled_at: None,
+        };
+        assert!(store.insert_grant(&grant("g1", "c1", 1_000), 2, 3).await.unwrap());
+        assert!(store.insert_grant(&grant("g2", "c1", 1_000), 2, 3).await.unwrap());
+        assert!(!store.insert_grant(&grant("g3", "c1", 1_000), 2, 3).await.unwrap(), "per client");
+        assert!(store.insert_grant(&grant("g4", "c2", 1_000), 2, 3).await.unwrap());
+        assert!(!store.insert_grant(&grant("g5", "c3", 1_000), 2, 3).await.unwrap(), "in all");
+        assert!(store.get_grant("g3").await.unwrap().is_none());
+        // Answered grants are not pending; expired ones go first.
+        assert!(store.answer_grant("g1", GrantStatus::Denied, "u", None).await.unwrap());
+        assert!(store.insert_grant(&grant("g6", "c3", 1_000), 2, 3).await.unwrap());
+        let late = GrantRecord { created_at: 2_000, ..grant("g7", "c3", 3_000) };
+        assert!(store.insert_grant(&late, 2, 3).await.unwrap());
+    }
+
+    async fn clients_without_tokens_or_grants_are_purged(db: &TestDb) {
+        let store = db.open().await;
+        let client = |id: &str, created_at: i64| ClientRecord {
+            client_id: id.to_owned(),
+            tenant: "acme".to_owned(),
+            client_name: id.to_owned(),
+            redirect_uris: vec!["http://127.0.0.1/cb".to_owned()],
+            created_at,
+        };
+        assert!(store.insert_first_user(&user("usr_o", "o@x.io", "owner")).await.unwrap());
+        store.insert_client(&client("unused", 1)).await.unwrap();
+        store.insert_client(&client("used", 1)).await.unwrap();
+        store.insert_client(&client("young", 500)).await.unwrap();
+        let mut t = token("t1", "ht1", TokenKind::OAuthRefresh, "usr_o");
+        t.client_id = Some("used".to_owned());
+        store.insert_token(&t).await.unwrap();
+        assert_eq!(store.purge_expired_accounts(100, 0, 100).await.unwrap(), 1);
+        assert!(store.get_client("unused").await.unwrap().is_none());
+        assert!(store.get_client("used").await.unwrap().is_some());
+        assert!(store.get_client("young").await.unwrap().is_some());
     }
 }

@@ -6,8 +6,8 @@ use sqlx::any::AnyRow;
 
 use super::{SqlStore, is_unique_violation, parse_json, to_json};
 use crate::accounts::{
-    AccountStore, AuditFilter, AuditRecord, ClientRecord, GrantKind, GrantRecord, GrantStatus,
-    InviteRecord, MemberChange, TokenKind, TokenRecord, UserRecord,
+    AccountStore, AttemptLimit, AuditFilter, AuditRecord, ClientRecord, GrantKind, GrantRecord,
+    GrantStatus, InviteRecord, MemberChange, Reservation, TokenKind, TokenRecord, UserRecord,
 };
 use crate::{Result, StoreError};
 
@@ -138,6 +138,12 @@ fn taken(e: sqlx::Error) -> StoreError {
     } else {
         e.into()
     }
+}
+
+/// How a limit's key is stored: its SHA-256, so any text makes a row of the same size.
+fn attempt_key(key: &str) -> String {
+    use sha2::Digest as _;
+    format!("{:x}", sha2::Sha256::digest(key.as_bytes()))
 }
 
 fn opt_json(value: &Option<serde_json::Value>) -> Result<Option<String>> {
@@ -504,7 +510,12 @@ impl AccountStore for SqlStore {
         .rows_affected())
     }
 
-    async fn purge_expired_accounts(&self, now: i64) -> Result<u64> {
+    async fn purge_expired_accounts(
+        &self,
+        now: i64,
+        attempts_before: i64,
+        unused_clients_before: i64,
+    ) -> Result<u64> {
         // A used refresh token is kept until its expiry: presenting it again must still be
         // recognised as a replay (and revoke its grant).
         let tokens = sqlx::query(
@@ -523,7 +534,100 @@ impl AccountStore for SqlStore {
         .execute(&self.writer)
         .await?
         .rows_affected();
-        Ok(tokens + grants)
+        let attempts = sqlx::query(self.backend.sql("DELETE FROM account_attempt WHERE at < ?"))
+            .bind(attempts_before)
+            .execute(&self.writer)
+            .await?
+            .rows_affected();
+        // Anyone may register a client: one that never got a token is forgotten after a while.
+        let clients = sqlx::query(self.backend.sql(
+            "DELETE FROM account_client WHERE created_at < ? \
+             AND NOT EXISTS (SELECT 1 FROM account_token t WHERE t.client_id = account_client.client_id) \
+             AND NOT EXISTS (SELECT 1 FROM account_grant g WHERE g.client_id = account_client.client_id)",
+        ))
+        .bind(unused_clients_before)
+        .execute(&self.writer)
+        .await?
+        .rows_affected();
+        Ok(tokens + grants + attempts + clients)
+    }
+
+    async fn reserve_attempt(
+        &self,
+        attempt_id: &str,
+        limits: &[AttemptLimit],
+        now: i64,
+        window_ms: i64,
+    ) -> Result<Reservation> {
+        let keys: Vec<String> = limits.iter().map(|l| attempt_key(&l.key)).collect();
+        // One writer at a time (SQLite's lock, PostgreSQL's advisory lock): two attempts
+        // cannot both take the last slot, on one server or on two.
+        let mut tx = self.begin_write("account-attempts").await?;
+        let since = now - window_ms;
+        sqlx::query(
+            self.backend
+                .sql("DELETE FROM account_attempt WHERE at <= ?"),
+        )
+        .bind(since)
+        .execute(&mut *tx)
+        .await?;
+        let mut before = Vec::with_capacity(limits.len());
+        let mut wait: Option<i64> = None;
+        for (key, limit) in keys.iter().zip(limits) {
+            let row = sqlx::query(self.backend.sql(
+                "SELECT COUNT(*) AS n, MIN(at) AS oldest FROM account_attempt WHERE limit_key = ?",
+            ))
+            .bind(key)
+            .fetch_one(&mut *tx)
+            .await?;
+            let n: i64 = row.try_get("n")?;
+            if n >= limit.limit {
+                let oldest: Option<i64> = row.try_get("oldest")?;
+                let frees = oldest.map_or(1, |o| (o + window_ms - now).max(1));
+                wait = Some(wait.map_or(frees, |w| w.max(frees)));
+            }
+            before.push(n);
+        }
+        if let Some(retry_after_ms) = wait {
+            tx.rollback().await?;
+            return Ok(Reservation::Refused { retry_after_ms });
+        }
+        for key in &keys {
+            sqlx::query(
+                self.backend.sql(
+                    "INSERT INTO account_attempt (attempt_id, limit_key, at) VALUES (?, ?, ?)",
+                ),
+            )
+            .bind(attempt_id)
+            .bind(key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(Reservation::Reserved { before })
+    }
+
+    async fn release_attempt(&self, attempt_id: &str) -> Result<()> {
+        sqlx::query(
+            self.backend
+                .sql("DELETE FROM account_attempt WHERE attempt_id = ?"),
+        )
+        .bind(attempt_id)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn clear_attempts(&self, key: &str) -> Result<()> {
+        sqlx::query(
+            self.backend
+                .sql("DELETE FROM account_attempt WHERE limit_key = ?"),
+        )
+        .bind(attempt_key(key))
+        .execute(&self.writer)
+        .await?;
+        Ok(())
     }
 
     async fn insert_invite(&self, rec: &InviteRecord) -> Result<()> {
@@ -582,16 +686,32 @@ impl AccountStore for SqlStore {
             > 0)
     }
 
-    async fn insert_grant(&self, rec: &GrantRecord) -> Result<()> {
-        // Anyone may start a grant: expired ones go at each insert, so a flood of abandoned
-        // requests holds rows for at most their ten minutes.
+    async fn insert_grant(&self, rec: &GrantRecord, per_client: i64, total: i64) -> Result<bool> {
+        // Anyone may start a grant: expired ones go at each insert, and the pending ones are
+        // capped, counted and inserted under one lock.
+        let mut tx = self.begin_write(&format!("grants:{}", rec.tenant)).await?;
         sqlx::query(
             self.backend
                 .sql("DELETE FROM account_grant WHERE expires_at < ?"),
         )
         .bind(rec.created_at)
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await?;
+        let row = sqlx::query(self.backend.sql(
+            "SELECT COUNT(*) AS total, \
+             COALESCE(SUM(CASE WHEN client_id = ? THEN 1 ELSE 0 END), 0) AS mine \
+             FROM account_grant WHERE tenant = ? AND kind = ? AND status = 'pending'",
+        ))
+        .bind(&rec.client_id)
+        .bind(&rec.tenant)
+        .bind(rec.kind.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
+        let (all, mine): (i64, i64) = (row.try_get("total")?, row.try_get("mine")?);
+        if all >= total || mine >= per_client {
+            tx.rollback().await?;
+            return Ok(false);
+        }
         sqlx::query(self.backend.sql(format!(
             "INSERT INTO account_grant ({GRANT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )))
@@ -607,10 +727,11 @@ impl AccountStore for SqlStore {
         .bind(rec.created_at)
         .bind(rec.expires_at)
         .bind(rec.polled_at)
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await
         .map_err(taken)?;
-        Ok(())
+        tx.commit().await?;
+        Ok(true)
     }
 
     async fn get_grant(&self, id: &str) -> Result<Option<GrantRecord>> {
