@@ -239,6 +239,13 @@ fn account_parts(e: executor_accounts::AccountError) -> (StatusCode, Value) {
                 json!({"_tag": "TooManyAttemptsError", "message": message, "retryAfterSeconds": retry_after_secs}),
             );
         }
+        A::Busy { retry_after_secs } => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"_tag": "ServerBusyError", "message": message, "retryAfterSeconds": retry_after_secs}),
+            );
+        }
+        A::WeakPassword(_) => (StatusCode::BAD_REQUEST, "WeakPasswordError"),
         A::LastOwner => (StatusCode::CONFLICT, "LastOwnerError"),
         A::NotFound(_) => (StatusCode::NOT_FOUND, "AccountNotFoundError"),
         A::Internal(cause) => return internal(cause),

@@ -195,8 +195,16 @@ pub(crate) async fn database_gate(
 
 /// Beyond the original: the version this server runs and where it keeps its data.
 #[utoipa::path(get, path = "/api/server", tag = "meta", summary = "This server's version and data directory", responses((status = 200, description = "OK", body = ServerInfoBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain")))]
-async fn server_info(Extension(info): Extension<crate::ServerInfo>) -> ApiResult {
-    ok(json!({"version": env!("CARGO_PKG_VERSION"), "dataDir": info.data_dir}))
+async fn server_info(
+    Extension(info): Extension<crate::ServerInfo>,
+    identity: Option<Extension<executor_accounts::Identity>>,
+) -> ApiResult {
+    // On the team server the host's paths are the operator's business: members see none.
+    let data_dir = match identity {
+        Some(Extension(who)) if !who.role.is_admin() => None,
+        _ => info.data_dir,
+    };
+    ok(json!({"version": env!("CARGO_PKG_VERSION"), "dataDir": data_dir}))
 }
 
 #[utoipa::path(get, path = "/api/integrations", tag = "integrations", summary = "List integrations", responses((status = 200, description = "OK", body = Vec<Integration>), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]

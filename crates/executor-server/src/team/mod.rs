@@ -16,7 +16,7 @@ use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use executor_accounts::{Accounts, Identity, Via};
+use executor_accounts::{Accounts, Identity, KeyScope, Via};
 use executor_engine::{AuditEntry, Caller, Engine, Principal};
 use serde_json::{Value, json};
 
@@ -87,7 +87,7 @@ impl Team {
     fn caller_of(&self, identity: &Identity) -> Caller {
         let principal = match identity.via {
             Via::Session => Principal::UserSession,
-            Via::ApiKey => Principal::ApiKey,
+            Via::ApiKey { .. } => Principal::ApiKey,
             Via::OAuth { .. } => Principal::AgentToken,
         };
         Caller::member(
@@ -165,6 +165,18 @@ fn is_public(path: &str, method: &Method) -> bool {
                 | "/api/auth/mcp/token"
                 | "/api/auth/mcp/revoke"
         )
+}
+
+/// What a key of the `agent` scope reaches: MCP, executions, and the tool API an agent (or the
+/// CLI's `call`, `resume`, `tools`, `whoami`) uses.
+fn agent_may_reach(path: &str, method: &Method) -> bool {
+    let read = method == Method::GET || method == Method::HEAD;
+    mcp_resource(path).is_some()
+        || path == "/api/executions"
+        || path.starts_with("/api/executions/")
+        || (read && (path == "/api/tools" || path.starts_with("/api/tools/")))
+        || (read && path == "/api/account/me")
+        || path == "/api/auth/sign-out"
 }
 
 fn session_cookie_of(headers: &HeaderMap) -> Option<String> {
@@ -266,7 +278,7 @@ pub(crate) async fn front_door(
     // issued for.
     identity = identity.filter(|id| match &id.via {
         Via::Session => true,
-        Via::ApiKey => !by_cookie,
+        Via::ApiKey { .. } => !by_cookie,
         Via::OAuth { resource } => {
             !by_cookie
                 && mcp_resource(&path).is_some_and(|r| {
@@ -294,6 +306,19 @@ pub(crate) async fn front_door(
                 .unwrap_or_else(|_| StatusCode::FOUND.into_response());
         }
         return unauthorized(&team, &path);
+    }
+    if let Some(Identity {
+        via: Via::ApiKey {
+            scope: KeyScope::Agent,
+        },
+        ..
+    }) = &identity
+        && !agent_may_reach(&path, &method)
+    {
+        return tagged(
+            StatusCode::FORBIDDEN,
+            json!({"_tag": "ApiKeyScopeError", "message": "This API key has the agent scope: it reaches /mcp, executions and the tool API. Use a key of the workspace scope, or sign in.", "scope": "agent"}),
+        );
     }
     if by_cookie
         && identity.is_some()
@@ -463,6 +488,21 @@ mod tests {
             action_name(&Method::PATCH, "/api/mcp/integrations/{slug}/auth"),
             "mcp.integrations.auth.update"
         );
+    }
+
+    #[test]
+    fn agent_keys_reach_mcp_executions_and_tools_only() {
+        assert!(agent_may_reach("/mcp", &Method::POST));
+        assert!(agent_may_reach("/mcp/toolkits/x", &Method::POST));
+        assert!(agent_may_reach("/api/executions", &Method::POST));
+        assert!(agent_may_reach("/api/executions/e1/resume", &Method::POST));
+        assert!(agent_may_reach("/api/tools", &Method::GET));
+        assert!(agent_may_reach("/api/account/me", &Method::GET));
+        assert!(!agent_may_reach("/api/account/api-keys", &Method::POST));
+        assert!(!agent_may_reach("/api/auth/device/approve", &Method::POST));
+        assert!(!agent_may_reach("/api/integrations", &Method::POST));
+        assert!(!agent_may_reach("/api/connections", &Method::GET));
+        assert!(!agent_may_reach("/api/toolsx", &Method::GET));
     }
 
     #[test]

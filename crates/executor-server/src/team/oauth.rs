@@ -16,8 +16,8 @@ use executor_accounts::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::Team;
 use super::routes::signed_in;
+use super::{ClientAddress, Team};
 #[allow(unused_imports)]
 use crate::api_doc::schemas::*;
 use crate::error::ApiError;
@@ -72,13 +72,19 @@ fn no_store(mut response: Response) -> Response {
 
 fn oauth_error(e: OAuthError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
-    no_store(
+    let mut response = no_store(
         (
             status,
             Json(json!({"error": e.error, "error_description": e.description})),
         )
             .into_response(),
-    )
+    );
+    if let Some(secs) = e.retry_after_secs {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, secs.into());
+    }
+    response
 }
 
 fn resource_document(team: &Team, path: &str) -> Value {
@@ -182,12 +188,17 @@ struct Registration {
 }
 
 #[utoipa::path(post, path = "/api/auth/mcp/register", tag = "oauth-server", summary = "Register an MCP client (RFC 7591, public clients)", security(()), request_body = Object, responses((status = 201, description = "The registered client", body = Object), (status = 400, description = "An RFC 6749 error: `{error, error_description}`", body = Object)))]
-async fn register(Extension(team): Extension<Team>, body: Bytes) -> Response {
+async fn register(
+    Extension(team): Extension<Team>,
+    Extension(address): Extension<ClientAddress>,
+    body: Bytes,
+) -> Response {
     let Ok(reg) = serde_json::from_slice::<Registration>(&body) else {
         return oauth_error(OAuthError {
             error: "invalid_client_metadata",
             description: "The registration must be a JSON object.".to_owned(),
             status: 400,
+            retry_after_secs: None,
         });
     };
     if reg
@@ -200,7 +211,11 @@ async fn register(Extension(team): Extension<Team>, body: Bytes) -> Response {
     }
     match team
         .accounts
-        .register_client(reg.client_name.as_deref(), &reg.redirect_uris)
+        .register_client(
+            reg.client_name.as_deref(),
+            &reg.redirect_uris,
+            address.0.as_deref(),
+        )
         .await
     {
         Ok(client) => no_store(
@@ -299,6 +314,7 @@ async fn revoke(Extension(team): Extension<Team>, headers: HeaderMap, body: Byte
             error: "invalid_request",
             description: "token is required.".to_owned(),
             status: 400,
+            retry_after_secs: None,
         });
     };
     match team.accounts.revoke_token(&token).await {
@@ -363,13 +379,14 @@ async fn cli_login(Extension(team): Extension<Team>) -> Response {
 #[utoipa::path(post, path = "/api/auth/device/code", tag = "oauth-server", summary = "Start a device login (RFC 8628)", security(()), request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn device_code(
     Extension(team): Extension<Team>,
+    Extension(address): Extension<ClientAddress>,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult {
     let f = fields(&headers, &body);
     let code = team
         .accounts
-        .device_code(field(&f, "client_id").as_deref())
+        .device_code(field(&f, "client_id").as_deref(), address.0.as_deref())
         .await?;
     Ok(no_store(
         Json(json!({
@@ -387,6 +404,7 @@ async fn device_code(
 #[utoipa::path(post, path = "/api/auth/device/token", tag = "oauth-server", summary = "Poll a device login: a session token once approved", security(()), request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "authorization_pending, slow_down, access_denied, expired_token or invalid_grant", body = Object), (status = 401, description = "invalid_client", body = Object)))]
 async fn device_token(
     Extension(team): Extension<Team>,
+    Extension(address): Extension<ClientAddress>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -397,6 +415,7 @@ async fn device_token(
             field(&f, "grant_type").as_deref(),
             field(&f, "device_code").as_deref(),
             field(&f, "client_id").as_deref(),
+            address.0.as_deref(),
         )
         .await
     {
@@ -422,13 +441,24 @@ async fn device_token(
                 executor_accounts::DeviceTokenError::ExpiredToken => {
                     "The code expired: start the login again."
                 }
+                executor_accounts::DeviceTokenError::TooManyAttempts { .. } => {
+                    "Too many unknown device codes from this address: wait before polling again."
+                }
+                executor_accounts::DeviceTokenError::Busy => "The server is busy; try again.",
                 _ => "The request was not accepted.",
             }
             .to_owned(),
-            status: if e == executor_accounts::DeviceTokenError::InvalidClient {
-                401
-            } else {
-                400
+            status: match e {
+                executor_accounts::DeviceTokenError::InvalidClient => 401,
+                executor_accounts::DeviceTokenError::TooManyAttempts { .. } => 429,
+                executor_accounts::DeviceTokenError::Busy => 503,
+                _ => 400,
+            },
+            retry_after_secs: match e {
+                executor_accounts::DeviceTokenError::TooManyAttempts { retry_after_secs } => {
+                    Some(retry_after_secs)
+                }
+                _ => None,
             },
         }),
     }
@@ -441,11 +471,15 @@ fn device_view(status: &executor_accounts::DeviceStatus) -> Value {
 #[utoipa::path(get, path = "/api/auth/device/{user_code}", tag = "oauth-server", summary = "A device code, as the approval page shows it", params(("user_code" = String, Path, description = "The code the CLI printed")), responses((status = 200, description = "OK", body = Object), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn device_status(
     Extension(team): Extension<Team>,
+    Extension(address): Extension<ClientAddress>,
     identity: Option<Extension<Identity>>,
     Path(user_code): Path<String>,
 ) -> ApiResult {
     signed_in(identity)?;
-    let status = team.accounts.device_status(&user_code).await?;
+    let status = team
+        .accounts
+        .device_status(&user_code, address.0.as_deref())
+        .await?;
     Ok(Json(device_view(&status)).into_response())
 }
 
@@ -459,6 +493,7 @@ struct DeviceAnswer {
 #[utoipa::path(post, path = "/api/auth/device/approve", tag = "oauth-server", summary = "Approve or deny a device code", request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AccountForbidden or InvalidOriginError", body = ErrorBody), (status = 404, description = "AccountNotFoundError", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn approve_device(
     Extension(team): Extension<Team>,
+    Extension(address): Extension<ClientAddress>,
     identity: Option<Extension<Identity>>,
     ApiJson(body): ApiJson<DeviceAnswer>,
 ) -> ApiResult {
@@ -470,7 +505,7 @@ async fn approve_device(
     }
     let status = team
         .accounts
-        .answer_device(&me, &body.user_code, body.approve)
+        .answer_device(&me, &body.user_code, body.approve, address.0.as_deref())
         .await?;
     Ok(Json(device_view(&status)).into_response())
 }

@@ -75,6 +75,7 @@ fn api_key_view(key: &TokenRecord) -> Value {
         "id": key.id,
         "name": key.name.as_deref().unwrap_or("API key"),
         "obfuscatedValue": format!("{}…", key.hint.as_deref().unwrap_or("exk_")),
+        "scope": key.scope.as_deref().unwrap_or("agent"),
         "createdAt": key.created_at,
         "updatedAt": key.updated_at,
         "lastUsedAt": key.last_used_at,
@@ -277,9 +278,12 @@ async fn api_keys(
 struct NewApiKey {
     #[serde(default)]
     name: Option<String>,
+    /// `agent` (the default) or `workspace`.
+    #[serde(default)]
+    scope: Option<String>,
 }
 
-#[utoipa::path(post, path = "/api/account/api-keys", tag = "accounts", summary = "Make an API key (its value is shown once)", request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/account/api-keys", tag = "accounts", summary = "Make an API key (its value is shown once; a signed-in session only)", request_body = Object, responses((status = 200, description = "OK", body = Object), (status = 400, description = "HttpApiSchemaError or InvalidAccountInputError", body = ErrorBody), (status = 401, description = "AccountUnauthorized: not signed in", body = ErrorBody), (status = 403, description = "AccountForbidden: an API key or an agent's token cannot make keys", body = ErrorBody), (status = 500, description = "InternalError, with a traceId", body = ErrorBody)))]
 async fn create_api_key(
     Extension(team): Extension<Team>,
     identity: Option<Extension<Identity>>,
@@ -288,7 +292,7 @@ async fn create_api_key(
     let me = signed_in(identity)?;
     let key = team
         .accounts
-        .create_api_key(&me, body.name.as_deref())
+        .create_api_key(&me, body.name.as_deref(), body.scope.as_deref())
         .await?;
     let mut view = api_key_view(&key.record);
     view["value"] = json!(key.value);
