@@ -83,8 +83,7 @@ pub(crate) enum OutcomeStatus {
 #[schema(as = ServerInfo, rename_all = "camelCase")]
 pub(crate) struct ServerInfoBody {
     version: String,
-    /// Where this server keeps its database, key and control files (on the team server shown
-    /// to owners and admins only; `null` for members).
+    /// Where this server keeps its database, key and control files.
     #[schema(required = true)]
     data_dir: Option<String>,
 }
