@@ -148,7 +148,7 @@ impl Identity {
         match (&self.via, &self.grant_id) {
             (Via::OAuth { .. }, Some(grant)) => format!("oauth-grant:{grant}"),
             (Via::OAuth { .. }, None) => format!("oauth-token:{}", self.token_id),
-            (Via::ApiKey, _) => format!("api-key:{}", self.token_id),
+            (Via::ApiKey { .. }, _) => format!("api-key:{}", self.token_id),
             (Via::Session, _) => format!("session:{}", self.token_id),
         }
     }
