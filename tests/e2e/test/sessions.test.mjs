@@ -31,7 +31,7 @@ test("an idle SDK session answers after the idle limit, restored from its record
     const sessionId = transport.sessionId;
     assert.ok(sessionId, "a session");
     const first = await execute(client, "return 1 + 1");
-    assert.equal(first.isError, undefined, show(first));
+    assert.ok(!first.isError, show(first));
     await sleep(4_000);
     const later = await execute(client, "return 'still here'");
     assert.ok(!later.isError, show(later));
