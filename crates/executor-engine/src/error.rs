@@ -110,7 +110,7 @@ pub enum EngineError {
 }
 
 /// What a request refused for an unavailable database is told to wait.
-pub(crate) const DATABASE_RETRY_AFTER_SECS: u64 = 2;
+pub const DATABASE_RETRY_AFTER_SECS: u64 = 2;
 
 impl From<executor_store::StoreError> for EngineError {
     fn from(e: executor_store::StoreError) -> Self {

@@ -43,7 +43,7 @@ pub use credentials::oauth::{
 pub use credentials::providers::{
     AUTH_FILE_NAME, ProviderItem, ProvidersConfig, auth_file_from_env, auth_file_path,
 };
-pub use error::{EngineError, EngineResult};
+pub use error::{DATABASE_RETRY_AFTER_SECS, EngineError, EngineResult};
 pub use executions::call_limits::{
     CallLimitsConfig, DEFAULT_CALL_TIMEOUT, DEFAULT_CALLS_PER_INTEGRATION,
     DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_SLOT_WAIT,

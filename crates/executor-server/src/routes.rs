@@ -184,7 +184,7 @@ pub(crate) async fn database_gate(
         && !path.starts_with("/api/health");
     if needs_database && !engine.database_ready() {
         return ApiError::Engine(executor_engine::EngineError::Unavailable {
-            retry_after_secs: 2,
+            retry_after_secs: executor_engine::DATABASE_RETRY_AFTER_SECS,
         })
         .into_response();
     }
