@@ -23,8 +23,10 @@ fn main() {
             dir
         }
         Err(_) => {
-            for watched in SOURCES {
-                println!("cargo:rerun-if-changed={}", web.join(watched).display());
+            // Only paths that exist: cargo treats a missing one as changed on every build,
+            // which reran this script and relinked the binary each time (`public` is optional).
+            for watched in SOURCES.iter().map(|s| web.join(s)).filter(|p| p.exists()) {
+                println!("cargo:rerun-if-changed={}", watched.display());
             }
             let dist = web.join("dist");
             if stale(&web, &dist) {
