@@ -10,6 +10,7 @@ pub mod result;
 pub mod schema_refs;
 pub mod schema_ts;
 pub mod search;
+pub mod tool_change;
 
 pub use address::{AddressError, Owner, ToolAddress};
 pub use names::{

@@ -42,6 +42,9 @@ pub enum EngineError {
     Toolkit { message: String },
     #[error("policy not found: {id}")]
     PolicyNotFound { id: String },
+    /// No recorded tool change of this id is visible to the caller.
+    #[error("tool change not found: {id}")]
+    ToolChangeNotFound { id: String },
     /// Bad input that the wire layer reports as a schema error.
     #[error("{message}")]
     InvalidInput { message: String },

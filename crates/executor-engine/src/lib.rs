@@ -33,7 +33,7 @@ pub use catalog::health::{
 };
 pub use catalog::{
     ConnectionInput, CredentialOrigin, InputOrigin, IntegrationView, MAX_DESCRIPTION_CHARS,
-    MAX_NAME_CHARS, ToolListFilter, ToolSchema,
+    MAX_NAME_CHARS, Refreshed, ToolListFilter, ToolSchema,
 };
 pub use credentials::oauth::{
     GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, OAuthClientInput, OAuthClientView,
@@ -211,6 +211,9 @@ pub(crate) struct Inner {
     pub(crate) policies: policies::PolicyCache,
     pub(crate) tool_cache: catalog::tool_cache::ToolCache,
     pub(crate) connection_cache: catalog::tool_cache::ConnectionCache,
+    /// The tools waiting for a person to accept a change of their definition, per tenant and
+    /// subject, for the current catalog generation.
+    pub(crate) pending_changes: catalog::tool_cache::PendingChanges,
     /// OpenAPI tools' compiled argument checks.
     pub(crate) openapi_validators: kinds::openapi::Validators,
     /// One OAuth refresh in flight per connection.
@@ -315,6 +318,7 @@ impl Engine {
             policies: policies::PolicyCache::default(),
             tool_cache: catalog::tool_cache::ToolCache::default(),
             connection_cache: catalog::tool_cache::ConnectionCache::default(),
+            pending_changes: catalog::tool_cache::PendingChanges::default(),
             openapi_validators: kinds::openapi::Validators::default(),
             oauth_refresh: credentials::oauth::RefreshLocks::default(),
             oauth_results: credentials::oauth::CallbackResults::default(),

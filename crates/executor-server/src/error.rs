@@ -126,6 +126,10 @@ fn engine_parts(e: EngineError) -> (StatusCode, Value) {
             StatusCode::NOT_FOUND,
             json!({"_tag": "PolicyNotFoundError", "message": format!("No policy {id}."), "policyId": id}),
         ),
+        E::ToolChangeNotFound { id } => (
+            StatusCode::NOT_FOUND,
+            json!({"_tag": "ToolChangeNotFoundError", "message": format!("No tool change {id}."), "changeId": id}),
+        ),
         E::InvalidInput { message } => (
             StatusCode::BAD_REQUEST,
             json!({"_tag": "HttpApiSchemaError", "message": message}),

@@ -38,7 +38,7 @@ pub use vault::{MasterKey, SECRET_KEY_ENV, SECRET_KEY_FILE};
 pub use executor_core::{Owner, ToolAddress};
 
 /// The schema version this build writes and understands (stored in the `meta` table).
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -173,6 +173,18 @@ impl ToolRecord {
     }
 }
 
+/// The definition of a tool record as its fingerprint covers it (name, description, schemas,
+/// annotations; not the binding, which is how a kind calls it).
+pub fn tool_definition(tool: &ToolRecord) -> executor_core::tool_change::ToolDefinition {
+    executor_core::tool_change::ToolDefinition {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        input_schema: tool.input_schema.clone(),
+        output_schema: tool.output_schema.clone(),
+        annotations: tool.annotations.clone(),
+    }
+}
+
 /// The list projection of a tool: everything in [`ToolRecord`] except the two schemas.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSummary {
@@ -194,6 +206,61 @@ impl ToolSummary {
             tool: self.name.clone(),
         }
     }
+}
+
+/// One recorded change of a tool's definition between two listings of its connection (issue
+/// #39): what changed, the definitions before and after, and whether a person must accept it
+/// before the tool runs without asking again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolChangeRecord {
+    pub id: String,
+    pub integration: String,
+    pub owner: Owner,
+    pub connection: String,
+    pub tool: String,
+    /// `added`, `removed` or `changed`.
+    pub kind: String,
+    /// The changed fields of a `changed` tool (`description`, `inputSchema`, `outputSchema`,
+    /// `annotations`); empty otherwise.
+    pub fields: Vec<String>,
+    /// `executor_core::tool_change::ToolDefinition` JSON; `None` for an added tool.
+    pub before: Option<Value>,
+    /// `None` for a removed tool.
+    pub after: Option<Value>,
+    pub before_fingerprint: Option<String>,
+    pub after_fingerprint: Option<String>,
+    /// The annotations ask for less caution than before.
+    pub escalated: bool,
+    /// The tool's calls pause for a person until someone accepts this change.
+    pub requires_acceptance: bool,
+    pub detected_at: i64,
+    pub accepted_at: Option<i64>,
+    pub accepted_by: Option<String>,
+}
+
+impl ToolChangeRecord {
+    pub fn address(&self) -> ToolAddress {
+        ToolAddress {
+            integration: self.integration.clone(),
+            owner: self.owner,
+            connection: self.connection.clone(),
+            tool: self.tool.clone(),
+        }
+    }
+}
+
+/// Which recorded tool changes to list (newest first).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolChangeFilter {
+    /// Only the change of this id.
+    pub id: Option<String>,
+    pub integration: Option<String>,
+    pub owner: Option<Owner>,
+    pub connection: Option<String>,
+    /// Only changes that still wait for a person's acceptance.
+    pub pending_only: bool,
+    /// At most this many (the store caps it at 500).
+    pub limit: Option<u32>,
 }
 
 /// A stored tool policy. Pattern, action and position are validated by the engine (the
@@ -529,12 +596,45 @@ pub trait Store: ExecutionStore + ToolkitStore + AccountStore + Send + Sync + 's
     /// `tools_synced_at = now` and clears a sync-failure `last_health`. The identity columns of
     /// the stored tools come from `key` (those on the records are ignored).
     /// `Err(NotFound)` when the connection does not exist.
+    ///
+    /// Each tool's definition fingerprint is stored with it and compared, in the same
+    /// transaction, with the one it replaces: every added, removed or changed tool is recorded
+    /// as a `tool_change` and returned (none at a connection's first sync, while its create is
+    /// pending). A changed tool whose annotations got more dangerous, or whose definition is no
+    /// longer the one a person accepted, or that was already waiting for acceptance, waits for a
+    /// person's acceptance of the new change ([`Store::accept_tool_change`]).
     async fn replace_tools(
         &self,
         scope: &Scope,
         key: &ConnectionKey,
         tools: &[ToolRecord],
         definitions: &Map<String, Value>,
+    ) -> Result<Vec<ToolChangeRecord>>;
+    /// Recorded tool changes visible to the scope, newest first.
+    async fn list_tool_changes(
+        &self,
+        scope: &Scope,
+        filter: &ToolChangeFilter,
+    ) -> Result<Vec<ToolChangeRecord>>;
+    /// Visible tools whose calls wait for a person's acceptance of a change, with that change's id.
+    async fn pending_tool_changes(&self, scope: &Scope) -> Result<Vec<(ToolAddress, String)>>;
+    /// Marks a change accepted by `by` (a person) at `now`: the tool stops waiting if it was this
+    /// change it waited for, and its current definition becomes the one a person accepted.
+    /// `None` when no such change is visible; an accepted one is answered as it is.
+    async fn accept_tool_change(
+        &self,
+        scope: &Scope,
+        id: &str,
+        by: &str,
+    ) -> Result<Option<ToolChangeRecord>>;
+    /// Records that a person approved a call of the tool as defined by `fingerprint` (a later
+    /// change of its definition then waits for acceptance). A no-op when the tool is gone or
+    /// its definition changed since.
+    async fn approve_tool_definition(
+        &self,
+        scope: &Scope,
+        address: &ToolAddress,
+        fingerprint: &str,
     ) -> Result<()>;
     /// Keeps the catalog, stamps `tools_synced_at = now` and writes
     /// `last_health = {status:"degraded", detail:"Tool sync failing: <reason>", checkedAt}`.

@@ -24,8 +24,8 @@ use crate::vault::SEALED_PREFIX;
 use crate::{
     ConnectionKey, ConnectionOAuth, ConnectionRecord, IntegrationRecord, MasterKey,
     McpSessionRecord, OAuthClientRecord, OAuthSessionRecord, PlacePolicy, PolicyRecord,
-    RefreshLock, Result, SCHEMA_VERSION, SECRET_KEY_ENV, Scope, Store, StoreError, ToolFilter,
-    ToolRecord, ToolSummary,
+    RefreshLock, Result, SCHEMA_VERSION, SECRET_KEY_ENV, Scope, Store, StoreError,
+    ToolChangeFilter, ToolChangeRecord, ToolFilter, ToolRecord, ToolSummary,
 };
 
 /// The database file inside the data directory.
@@ -87,8 +87,9 @@ macro_rules! conn_key {
     };
 }
 
-// After the macros, which it uses.
+// After the macros, which they use.
 mod oauth;
+mod tool_changes;
 
 /// SQL persistence. On SQLite: `<data_dir>/data.db` (WAL) guarded by
 /// `<data_dir>/data.db.owner-lock`. On PostgreSQL: a database any number of replicas share.
@@ -1267,7 +1268,7 @@ impl Store for SqlStore {
         key: &ConnectionKey,
         tools: &[ToolRecord],
         definitions: &Map<String, Value>,
-    ) -> Result<()> {
+    ) -> Result<Vec<ToolChangeRecord>> {
         let subject = write_subject(scope, key.owner)?;
         // Serialise before taking the write lock.
         let tool_rows = tools
@@ -1289,6 +1290,10 @@ impl Store for SqlStore {
         let now = now_ms();
 
         let mut tx = self.begin_write(&scope.tenant).await?;
+        // Before the stamp below, which ends a pending create.
+        let (changes, carried) = self
+            .compare_listing(&mut tx, scope, subject, key, tools)
+            .await?;
         let synced = sqlx::query(self.backend.sql(format!(
             "UPDATE connection SET tools_synced_at = ?, pending_create = 0, \
                last_health = CASE \
@@ -1328,10 +1333,12 @@ impl Store for SqlStore {
                 .await?;
         }
         for (tool, annotations, input, output, binding) in tool_rows {
+            let kept = carried.get(&tool.name);
             sqlx::query(self.backend.sql(
                 "INSERT INTO tool (tenant, integration, owner, subject, connection, name, \
-                   plugin_id, description, annotations, input_schema, output_schema, binding) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   plugin_id, description, annotations, input_schema, output_schema, binding, \
+                   fingerprint, approved_fingerprint, pending_change) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             ))
             .bind(&scope.tenant)
             .bind(&key.integration)
@@ -1345,6 +1352,9 @@ impl Store for SqlStore {
             .bind(input)
             .bind(output)
             .bind(binding)
+            .bind(kept.map(|k| k.fingerprint.clone()))
+            .bind(kept.and_then(|k| k.approved.clone()))
+            .bind(kept.and_then(|k| k.pending.clone()))
             .execute(&mut *tx)
             .await?;
         }
@@ -1364,7 +1374,38 @@ impl Store for SqlStore {
             .await?;
         }
         tx.commit().await?;
-        Ok(())
+        Ok(changes)
+    }
+
+    async fn list_tool_changes(
+        &self,
+        scope: &Scope,
+        filter: &ToolChangeFilter,
+    ) -> Result<Vec<ToolChangeRecord>> {
+        self.list_tool_changes_sql(scope, filter).await
+    }
+
+    async fn pending_tool_changes(&self, scope: &Scope) -> Result<Vec<(ToolAddress, String)>> {
+        self.pending_tool_changes_sql(scope).await
+    }
+
+    async fn accept_tool_change(
+        &self,
+        scope: &Scope,
+        id: &str,
+        by: &str,
+    ) -> Result<Option<ToolChangeRecord>> {
+        self.accept_tool_change_sql(scope, id, by).await
+    }
+
+    async fn approve_tool_definition(
+        &self,
+        scope: &Scope,
+        address: &ToolAddress,
+        fingerprint: &str,
+    ) -> Result<()> {
+        self.approve_tool_definition_sql(scope, address, fingerprint)
+            .await
     }
 
     async fn mark_sync_failed(

@@ -6,7 +6,7 @@
 //! credential origins — `value`, `values`, `from` and the core tools' per-variable `inputs`, all
 //! checked by `CredentialOrigin::resolve`: one provider per connection —, tool production on create
 //! and refresh) and tool listing; stale catalogs (marked by a downstream `tools/list_changed`, or
-//! older than 15 minutes for live MCP catalogs, or produced before their integration's last config
+//! older than 2 minutes for live MCP catalogs, or produced before their integration's last config
 //! revision) are re-listed in the background, concurrently, while reads answer at once.
 
 mod graphql;
@@ -27,7 +27,10 @@ use std::collections::BTreeMap;
 use executor_core::auth::AuthMethod;
 use executor_core::schema_ts::{ToolTypes, render_tool_types};
 use executor_core::{Owner, ToolAddress, now_ms};
-use executor_store::{ConnectionKey, ConnectionRecord, IntegrationRecord, ToolFilter, ToolSummary};
+use executor_store::{
+    ConnectionKey, ConnectionRecord, IntegrationRecord, ToolChangeFilter, ToolChangeRecord,
+    ToolFilter, ToolSummary,
+};
 use serde_json::Value;
 
 use crate::Engine;
@@ -723,31 +726,94 @@ impl Engine {
         caller: &Caller,
         key: &ConnectionKey,
     ) -> EngineResult<Vec<ToolSummary>> {
-        self.get_connection(caller, key).await?;
-        let integration = self.integration_record(caller, &key.integration).await?;
-        self.produce_tools(caller, &integration, key).await?;
-        self.catalog_changed();
-        self.list_tools(
-            caller,
-            &ToolListFilter {
-                integration: Some(key.integration.clone()),
-                owner: Some(key.owner),
-                connection: Some(key.name.clone()),
-                query: None,
-                exclude_blocked: false,
-            },
-        )
-        .await
+        Ok(self.refresh_connection_diff(caller, key).await?.tools)
     }
 
-    /// Runs the integration's plugin to produce the connection's tools. A failed sync keeps the
-    /// previous catalog and records why on the connection's health.
+    /// Re-lists a connection's tools from its server (no cache in between) and answers the new
+    /// list with what changed since the last listing (recorded as tool changes).
+    pub async fn refresh_connection_diff(
+        &self,
+        caller: &Caller,
+        key: &ConnectionKey,
+    ) -> EngineResult<Refreshed> {
+        self.get_connection(caller, key).await?;
+        let integration = self.integration_record(caller, &key.integration).await?;
+        let changes = self.produce_tools(caller, &integration, key).await?;
+        self.catalog_changed();
+        let tools = self
+            .list_tools(
+                caller,
+                &ToolListFilter {
+                    integration: Some(key.integration.clone()),
+                    owner: Some(key.owner),
+                    connection: Some(key.name.clone()),
+                    query: None,
+                    exclude_blocked: false,
+                },
+            )
+            .await?;
+        Ok(Refreshed { tools, changes })
+    }
+
+    /// Recorded changes of tool definitions between listings, newest first.
+    pub async fn list_tool_changes(
+        &self,
+        caller: &Caller,
+        filter: &ToolChangeFilter,
+    ) -> EngineResult<Vec<ToolChangeRecord>> {
+        Ok(self
+            .inner
+            .store
+            .list_tool_changes(caller.scope(), filter)
+            .await?)
+    }
+
+    /// A person accepts a recorded change: the tool's calls stop pausing for it, and its current
+    /// definition is the one people trust. An org connection's change takes an admin on the
+    /// team server (a personal one's, its owner: nobody else sees it). Records who accepted.
+    pub async fn accept_tool_change(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> EngineResult<ToolChangeRecord> {
+        let not_found = || EngineError::ToolChangeNotFound { id: id.to_owned() };
+        let owner = self
+            .inner
+            .store
+            .list_tool_changes(
+                caller.scope(),
+                &ToolChangeFilter {
+                    id: Some(id.to_owned()),
+                    ..ToolChangeFilter::default()
+                },
+            )
+            .await?
+            .first()
+            .map(|c| c.owner)
+            .ok_or_else(not_found)?;
+        self.ensure_may_write(caller, Some(owner), "accept tool changes")
+            .await?;
+        let by = caller.member_email().unwrap_or("local owner").to_owned();
+        let accepted = self
+            .inner
+            .store
+            .accept_tool_change(caller.scope(), id, &by)
+            .await?
+            .ok_or_else(not_found)?;
+        // The gate's view of waiting tools is per generation.
+        self.tools_changed();
+        Ok(accepted)
+    }
+
+    /// Runs the integration's plugin to produce the connection's tools and records how they
+    /// changed since the last listing. A failed sync keeps the previous catalog and records why
+    /// on the connection's health (no changes).
     pub(crate) async fn produce_tools(
         &self,
         caller: &Caller,
         integration: &IntegrationRecord,
         key: &ConnectionKey,
-    ) -> EngineResult<()> {
+    ) -> EngineResult<Vec<ToolChangeRecord>> {
         self.produce(caller, integration, key, false).await
     }
 
@@ -758,7 +824,7 @@ impl Engine {
         caller: &Caller,
         integration: &IntegrationRecord,
         key: &ConnectionKey,
-    ) -> EngineResult<()> {
+    ) -> EngineResult<Vec<ToolChangeRecord>> {
         self.produce(caller, integration, key, true).await
     }
 
@@ -768,7 +834,7 @@ impl Engine {
         integration: &IntegrationRecord,
         key: &ConnectionKey,
         background: bool,
-    ) -> EngineResult<()> {
+    ) -> EngineResult<Vec<ToolChangeRecord>> {
         let produced = match Kind::of(&integration.plugin_id) {
             Some(kind) => {
                 kind.produce(&self.inner.kind_env(caller), integration, key)
@@ -802,7 +868,7 @@ impl Engine {
             }
             other => other,
         };
-        match produced {
+        let changes = match produced {
             Ok(produced) => {
                 self.inner
                     .store
@@ -814,12 +880,25 @@ impl Engine {
                 self.inner
                     .store
                     .mark_sync_failed(caller.scope(), key, &reason)
-                    .await?
+                    .await?;
+                Vec::new()
+            }
+        };
+        for change in &changes {
+            if change.kind == "changed" {
+                tracing::warn!(
+                    tool = %change.address(),
+                    fields = ?change.fields,
+                    escalated = change.escalated,
+                    waits_for_acceptance = change.requires_acceptance,
+                    change = %change.id,
+                    "a tool's definition changed upstream"
+                );
             }
         }
         // After the write, so that a cache rebuilt from here on sees the new tools.
         self.tools_changed();
-        Ok(())
+        Ok(changes)
     }
 
     // ---- tools --------------------------------------------------------------------------
@@ -906,6 +985,7 @@ impl Engine {
             let integration = self.integration_record(caller, &key.integration).await?;
             self.produce_tools_in_background(caller, &integration, key)
                 .await
+                .map(drop)
         }
         .await;
         claim.release().await;
@@ -1050,6 +1130,13 @@ impl Engine {
     }
 }
 
+/// A refreshed connection's tools and how they changed since its last listing.
+#[derive(Debug, Clone)]
+pub struct Refreshed {
+    pub tools: Vec<ToolSummary>,
+    pub changes: Vec<ToolChangeRecord>,
+}
+
 /// A tool with everything `describe` and `GET /api/tools/schema` show.
 #[derive(Debug, Clone)]
 pub struct ToolSchema {
@@ -1062,8 +1149,11 @@ pub struct ToolSchema {
     pub types: ToolTypes,
 }
 
-/// Remote catalogs are re-listed when older than this (15 minutes).
-const REMOTE_CATALOG_TTL_MS: i64 = 15 * 60 * 1000;
+/// Remote catalogs are re-listed when older than this (2 minutes). It was 15 minutes, and only
+/// a listing of tools looked: an upstream tool that turned destructive kept its read-only
+/// annotation in the catalog (and the tool cache) for as long, and agents that only execute
+/// code never triggered the re-list at all (issue #39). Executions now look too.
+const REMOTE_CATALOG_TTL_MS: i64 = 2 * 60 * 1000;
 
 /// Bookkeeping of background catalog refreshes.
 #[derive(Default)]

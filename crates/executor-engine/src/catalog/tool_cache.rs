@@ -182,3 +182,35 @@ impl ConnectionCache {
         entries.1.insert(key, connected);
     }
 }
+
+/// The tools of each tenant and subject whose calls wait for a person to accept a change of
+/// their definition (issue #39), with the change's id: read once per catalog generation (an
+/// accepted change and every listing move it), so a call costs no store read.
+#[derive(Default)]
+pub(crate) struct PendingChanges {
+    by_rows: crate::cache::PerKey<RowsKey, HashMap<ToolAddress, String>>,
+}
+
+/// The change `address` waits for, if any.
+pub(crate) async fn pending_change(
+    inner: &Inner,
+    caller: &Caller,
+    address: &ToolAddress,
+) -> EngineResult<Option<String>> {
+    let generation = inner.catalog_generation.load(Ordering::Acquire);
+    let pending = inner
+        .pending_changes
+        .by_rows
+        .get_or_build(caller.rows_key(), generation, || async {
+            Ok::<_, crate::error::EngineError>(
+                inner
+                    .store
+                    .pending_tool_changes(caller.scope())
+                    .await?
+                    .into_iter()
+                    .collect::<HashMap<_, _>>(),
+            )
+        })
+        .await?;
+    Ok(pending.get(address).cloned())
+}

@@ -208,6 +208,8 @@ pub(crate) async fn dispatch(
             requires_approval: tool.requires_approval,
             needs_person: tool.needs_person,
             approval_description: None,
+            tool: None,
+            changed: None,
         };
         if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
             return reply;
@@ -267,6 +269,11 @@ pub(crate) async fn dispatch(
     {
         return HostReply::Resolve(ToolOutcome::Err(*e).to_json());
     }
+    // A definition that changed upstream since people trusted it waits for their acceptance.
+    let changed = match crate::catalog::tool_cache::pending_change(&inner, caller, &address).await {
+        Ok(changed) => changed,
+        Err(e) => return HostReply::Reject(internal_tool_error(&e.to_string())),
+    };
     let policy_id = address.path();
     let full_address = address.to_string();
     let gate = Gate {
@@ -276,6 +283,8 @@ pub(crate) async fn dispatch(
         requires_approval: requires_approval(&tool),
         needs_person: false,
         approval_description: annotation_str(&tool, "approvalDescription"),
+        tool: Some((&address, &tool)),
+        changed: changed.as_deref(),
     };
     if let Err(reply) = gate.pass(&engine, &ctx, &args).await {
         return reply;
@@ -482,6 +491,13 @@ struct Gate<'a> {
     /// run ([`crate::core_tools::StaticTool::needs_person`]).
     needs_person: bool,
     approval_description: Option<&'a str>,
+    /// The integration tool being called: a person's approval of a call records its
+    /// definition as one they trusted (a later change of it then waits for acceptance).
+    tool: Option<(&'a ToolAddress, &'a ToolRecord)>,
+    /// The recorded change of the tool's definition that waits for a person's acceptance: every
+    /// call pauses for a person, whatever the rules and `autoApprove` say (they were written
+    /// for the old definition); only a block rule still blocks.
+    changed: Option<&'a str>,
 }
 
 impl Gate<'_> {
@@ -507,7 +523,6 @@ impl Gate<'_> {
             .map_err(|e| HostReply::Reject(internal_tool_error(&e.to_string())))?;
         let decision = set.resolve(self.policy_id, self.requires_approval);
         let head = match (&decision, decision.action()) {
-            (_, PolicyAction::Approve) if self.approve_covers(&set) => return Ok(()),
             (_, PolicyAction::Block) => {
                 let refusal = match &decision {
                     Decision::NotGranted { reason } => not_granted(self.path, *reason),
@@ -520,6 +535,14 @@ impl Gate<'_> {
                 };
                 return Err(HostReply::Resolve(ToolOutcome::Err(refusal).to_json()));
             }
+            _ if self.changed.is_some() => {
+                let change = self.changed.unwrap_or_default();
+                format!(
+                    "Approve {}? Its definition changed upstream since it was trusted (tool change {change}); a person decides each call until someone accepts the change (POST /api/tool-changes/{change}/accept).",
+                    self.address
+                )
+            }
+            (_, PolicyAction::Approve) if self.approve_covers(&set) => return Ok(()),
             _ if ctx.auto_approve && !self.needs_person => return Ok(()),
             _ if self.needs_person => format!(
                 "Approve {}? (a person decides each call of this tool: autoApprove and wildcard or agent-written rules do not cover it)",
@@ -547,7 +570,20 @@ impl Gate<'_> {
             return Err(HostReply::Reject(declined(self.path, "cancelled")));
         }
         match answer.await {
-            Ok((ResumeAction::Accept, _)) => Ok(()),
+            Ok((ResumeAction::Accept, _)) => {
+                if let (Some((address, tool)), None) = (self.tool, self.changed) {
+                    let fingerprint = executor_store::tool_definition(tool).fingerprint();
+                    if let Err(e) = engine
+                        .inner
+                        .store
+                        .approve_tool_definition(ctx.journal.caller.scope(), address, &fingerprint)
+                        .await
+                    {
+                        tracing::warn!(error = %e, tool = %address, "could not record an approved tool definition");
+                    }
+                }
+                Ok(())
+            }
             Ok((ResumeAction::Decline, _)) => {
                 Err(HostReply::Reject(declined(self.path, "declined")))
             }

@@ -439,6 +439,9 @@ impl Engine {
     ) -> EngineResult<(String, ExecutionOutcome)> {
         // No id for an execution whose history the database cannot take.
         self.inner.database.check()?;
+        // Stale catalogs (a server said its tools changed, or the TTL ran out) are re-listed in
+        // the background: an agent that only executes code would otherwise never see a change.
+        self.refresh_stale_catalogs(caller);
         let admitted = self.inner.admission.admit(&self.inner.sandbox).await?;
         let id = format!("exec_{}", uuid::Uuid::now_v7());
         let journal = Journal::fresh(id.clone(), caller.clone(), code, auto_approve);
