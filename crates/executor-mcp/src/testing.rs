@@ -9,6 +9,8 @@
 //!   ([`serve_legacy_sse_requiring_scope`]: one tool's calls refused with 403 `insufficient_scope`).
 //! * [`serve_many_tools`]: a stateless streamable-HTTP server with `n` tools in one `tools/list` page
 //!   (catalog-size benchmarks).
+//! * [`serve_mutable`]: a streamable-HTTP server whose tool definitions a test changes between
+//!   listings (a "rug pull").
 //! * [`serve_eliciting`]: a streamable-HTTP server whose tools ask the client with
 //!   `elicitation/create` while they run ([`eliciting_tools`]), recording every answer it got.
 //!
@@ -1110,5 +1112,93 @@ pub async fn serve_capable() -> StatefulMcpServer {
         sessions,
         accepted,
         cancel,
+    }
+}
+
+/// Handler of [`serve_mutable`]: the tools a test set last, listed in one page; every call
+/// answers `ok:<name>`.
+#[derive(Clone)]
+pub struct MutableToolsHandler {
+    tools: Arc<Mutex<Vec<Tool>>>,
+}
+
+impl ServerHandler for MutableToolsHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("mutable-tools-test-server", "1.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(text_result(format!("ok:{}", request.name), false).into())
+    }
+}
+
+/// A streamable-HTTP server whose tool definitions a test changes between listings
+/// ([`MutableMcpServer::set_tools`]): the shape of an upstream that changes a tool behind its
+/// users' back (a "rug pull"). Stops when dropped.
+pub struct MutableMcpServer {
+    pub server: StatefulMcpServer,
+    tools: Arc<Mutex<Vec<Tool>>>,
+}
+
+impl MutableMcpServer {
+    /// Replaces the listed tools (raw `tools/list` entries).
+    pub fn set_tools(&self, tools: Vec<Value>) {
+        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) =
+            tools.into_iter().map(tool).collect();
+    }
+}
+
+/// Starts [`MutableMcpServer`] listing `tools` (raw `tools/list` entries) on `127.0.0.1:0`.
+pub async fn serve_mutable(tools: Vec<Value>) -> MutableMcpServer {
+    let cancel = CancellationToken::new();
+    let sessions = Arc::new(LocalSessionManager::default());
+    let listed = Arc::new(Mutex::new(tools.into_iter().map(tool).collect::<Vec<_>>()));
+    let shared = listed.clone();
+    let service: StreamableHttpService<MutableToolsHandler, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || {
+                Ok(MutableToolsHandler {
+                    tools: shared.clone(),
+                })
+            },
+            sessions.clone(),
+            StreamableHttpServerConfig::default()
+                .with_sse_keep_alive(None)
+                .with_cancellation_token(cancel.child_token()),
+        );
+    let ledger = Ledger::default();
+    let router = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(
+            ledger.clone(),
+            ledger_middleware,
+        ));
+    let (listener, addr) = bind().await;
+    let accepted = spawn_server(listener, router, cancel.clone());
+    MutableMcpServer {
+        server: StatefulMcpServer {
+            url: format!("http://{addr}/mcp"),
+            addr,
+            ledger,
+            elicited: ElicitLog::default(),
+            sessions,
+            accepted,
+            cancel,
+        },
+        tools: listed,
     }
 }

@@ -54,6 +54,12 @@ pub(crate) fn router(engine: Engine, extra: Router<Engine>) -> Router {
             "/connections/{owner}/{integration}/{name}/refresh",
             post(refresh_connection),
         )
+        .route(
+            "/connections/{owner}/{integration}/{name}/refresh/diff",
+            post(refresh_connection_diff),
+        )
+        .route("/tool-changes", get(list_tool_changes))
+        .route("/tool-changes/{id}/accept", post(accept_tool_change))
         .route("/policies", get(list_policies).post(create_policy))
         .route(
             "/policies/{id}",
@@ -418,6 +424,61 @@ async fn refresh_connection(
     ok(Value::Array(
         tools.iter().map(wire::refreshed_tool).collect(),
     ))
+}
+
+#[utoipa::path(post, path = "/api/connections/{owner}/{integration}/{name}/refresh/diff", tag = "connections", summary = "Fetch a connection's tools again and say what changed", description = "Re-lists the tools from the server and compares each definition (name, description, schemas, annotations) with the stored one. Every added, removed or changed tool is recorded (`GET /api/tool-changes`); a changed tool whose annotations got more dangerous, or that a person had approved, pauses each call for a person until its change is accepted.", params(("owner" = String, Path, description = "`org` or `user`"), ("integration" = String, Path, description = "The integration's slug"), ("name" = String, Path, description = "The connection's name")), responses((status = 200, description = "OK", body = RefreshDiff), (status = 400, description = "HttpApiSchemaError, McpConnectionError, McpToolDiscoveryError, OpenApiParseError, GraphqlIntrospectionError", body = ErrorBody), (status = 404, description = "ConnectionNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+async fn refresh_connection_diff(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path((owner, integration, name)): Path<(String, String, String)>,
+) -> ApiResult {
+    let key = connection_key(&owner, integration, name)?;
+    let refreshed = engine.refresh_connection_diff(&caller, &key).await?;
+    ok(wire::refresh_diff(&refreshed))
+}
+
+#[utoipa::path(get, path = "/api/tool-changes", tag = "tools", summary = "List recorded changes of tool definitions", description = "Newest first, at most 500. A change with `requiresAcceptance` and no `acceptedAt` makes each call of its tool pause for a person.", params(("integration" = Option<String>, Query, description = "Only this integration's"), ("owner" = Option<String>, Query, description = "`org` or `user`"), ("connection" = Option<String>, Query, description = "Only this connection's"), ("pending" = Option<bool>, Query, description = "`true`: only changes waiting for acceptance"), ("limit" = Option<u32>, Query, description = "At most this many (≤ 500)")), responses((status = 200, description = "OK", body = Vec<ToolChange>), (status = 400, description = "HttpApiSchemaError: the body, path or query is not what the route takes", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+async fn list_tool_changes(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let bad = ApiError::schema;
+    let flag = |name: &str| -> Result<bool, ApiError> {
+        match query.get(name).map(String::as_str) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(other) => Err(bad(format!("{name} must be true or false, got {other:?}."))),
+        }
+    };
+    let filter = executor_store::ToolChangeFilter {
+        id: None,
+        integration: query.get("integration").cloned(),
+        owner: query.get("owner").map(|o| owner(o)).transpose()?,
+        connection: query.get("connection").cloned(),
+        pending_only: flag("pending")?,
+        limit: query
+            .get("limit")
+            .map(|l| {
+                l.parse::<u32>()
+                    .map_err(|_| bad(format!("limit must be a whole number, got {l:?}.")))
+            })
+            .transpose()?,
+    };
+    let changes = engine.list_tool_changes(&caller, &filter).await?;
+    ok(Value::Array(
+        changes.iter().map(wire::tool_change).collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/tool-changes/{id}/accept", tag = "tools", summary = "Accept a changed tool definition", description = "A person accepts the tool as it is now: its calls stop pausing for this change, and a later change of this definition waits again. Records who accepted. On the team server an organisation connection's change takes an admin.", params(("id" = String, Path, description = "The change's id (`tch_…`)")), responses((status = 200, description = "OK", body = ToolChange), (status = 403, description = "OrgWriteDeniedError: a member who is not an admin", body = ErrorBody), (status = 404, description = "ToolChangeNotFoundError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+async fn accept_tool_change(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let accepted = engine.accept_tool_change(&caller, &id).await?;
+    ok(wire::tool_change(&accepted))
 }
 
 // ---- tools ------------------------------------------------------------------------------

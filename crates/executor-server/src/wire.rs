@@ -434,3 +434,55 @@ pub(crate) struct UpdatePolicyBody {
 pub(crate) struct OwnerBody {
     pub(crate) owner: String,
 }
+
+/// A recorded tool change as the API shows it (`ToolChange` in the document).
+pub(crate) fn tool_change(c: &executor_store::ToolChangeRecord) -> Value {
+    json!({
+        "id": c.id,
+        "address": c.address().to_string(),
+        "owner": c.owner.as_str(),
+        "integration": c.integration,
+        "connection": c.connection,
+        "tool": c.tool,
+        "kind": c.kind,
+        "fields": c.fields,
+        "before": c.before,
+        "after": c.after,
+        "beforeFingerprint": c.before_fingerprint,
+        "afterFingerprint": c.after_fingerprint,
+        "escalated": c.escalated,
+        "requiresAcceptance": c.requires_acceptance,
+        "detectedAt": c.detected_at,
+        "acceptedAt": c.accepted_at,
+        "acceptedBy": c.accepted_by,
+    })
+}
+
+/// A refresh's tools and diff (`RefreshDiff` in the document).
+pub(crate) fn refresh_diff(r: &executor_engine::Refreshed) -> Value {
+    let names = |kind: &str| -> Vec<&str> {
+        r.changes
+            .iter()
+            .filter(|c| c.kind == kind)
+            .map(|c| c.tool.as_str())
+            .collect()
+    };
+    let changed: Vec<Value> = r
+        .changes
+        .iter()
+        .filter(|c| c.kind == "changed")
+        .map(|c| {
+            json!({
+                "name": c.tool,
+                "fields": c.fields,
+                "escalated": c.escalated,
+                "requiresAcceptance": c.requires_acceptance,
+                "changeId": c.id,
+            })
+        })
+        .collect();
+    json!({
+        "tools": r.tools.iter().map(refreshed_tool).collect::<Vec<_>>(),
+        "diff": {"added": names("added"), "removed": names("removed"), "changed": changed},
+    })
+}

@@ -467,3 +467,66 @@ pub(crate) struct ToolkitTool {
 pub(crate) struct ToolkitToolList {
     tools: Vec<ToolkitTool>,
 }
+
+/// What a refresh saw change (`tool` names of the connection).
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct ToolDiff {
+    added: Vec<String>,
+    removed: Vec<String>,
+    changed: Vec<ChangedTool>,
+}
+
+/// A tool whose definition changed: which fields, and whether its calls now wait for a person.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct ChangedTool {
+    name: String,
+    /// `description`, `inputSchema`, `outputSchema`, `annotations`.
+    fields: Vec<String>,
+    escalated: bool,
+    requires_acceptance: bool,
+    change_id: String,
+}
+
+/// A connection's tools after a refresh, and how they changed since the last listing.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct RefreshDiff {
+    tools: Vec<Tool>,
+    diff: ToolDiff,
+}
+
+/// A recorded change of a tool's definition between two listings of its connection.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub(crate) struct ToolChange {
+    id: String,
+    /// `tools.<integration>.<owner>.<connection>.<tool>`
+    address: String,
+    owner: Owner,
+    integration: String,
+    connection: String,
+    tool: String,
+    /// `added`, `removed` or `changed`.
+    kind: String,
+    fields: Vec<String>,
+    /// `{name, description, inputSchema, outputSchema, annotations}`; null for an added tool.
+    #[schema(required = true)]
+    before: Option<Value>,
+    /// Null for a removed tool.
+    #[schema(required = true)]
+    after: Option<Value>,
+    #[schema(required = true)]
+    before_fingerprint: Option<String>,
+    #[schema(required = true)]
+    after_fingerprint: Option<String>,
+    escalated: bool,
+    requires_acceptance: bool,
+    /// Epoch milliseconds.
+    detected_at: i64,
+    #[schema(required = true)]
+    accepted_at: Option<i64>,
+    #[schema(required = true)]
+    accepted_by: Option<String>,
+}
