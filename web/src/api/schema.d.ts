@@ -92,6 +92,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connections/{owner}/{integration}/{name}/refresh/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fetch a connection's tools again and say what changed
+         * @description Re-lists the tools from the server and compares each definition (name, description, schemas, annotations) with the stored one. Every added, removed or changed tool is recorded (`GET /api/tool-changes`); a changed tool whose annotations got more dangerous, or that a person had approved, pauses each call for a person until its change is accepted.
+         */
+        post: operations["refresh_connection_diff"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/docs": {
         parameters: {
             query?: never;
@@ -838,6 +858,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/tool-changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recorded changes of tool definitions
+         * @description Newest first, at most 500. A change with `requiresAcceptance` and no `acceptedAt` makes each call of its tool pause for a person.
+         */
+        get: operations["list_tool_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tool-changes/{id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept a changed tool definition
+         * @description A person accepts the tool as it is now: its calls stop pausing for this change, and a later change of this definition waits again. Records who accepted. On the team server an organisation connection's change takes an admin.
+         */
+        post: operations["accept_tool_change"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/toolkits": {
         parameters: {
             query?: never;
@@ -1074,6 +1134,15 @@ export interface components {
         };
         /** @enum {string} */
         Carrier: "header" | "query" | "env";
+        /** @description A tool whose definition changed: which fields, and whether its calls now wait for a person. */
+        ChangedTool: {
+            name: string;
+            /** @description `description`, `inputSchema`, `outputSchema`, `annotations`. */
+            fields: string[];
+            escalated: boolean;
+            requiresAcceptance: boolean;
+            changeId: string;
+        };
         Connection: {
             owner: components["schemas"]["Owner"];
             name: string;
@@ -1448,6 +1517,11 @@ export interface components {
             /** @description `ok`, or `unavailable` while the database does not answer (then the status is 503). */
             database: string;
         };
+        /** @description A connection's tools after a refresh, and how they changed since the last listing. */
+        RefreshDiff: {
+            tools: components["schemas"]["Tool"][];
+            diff: components["schemas"]["ToolDiff"];
+        };
         Removed: {
             removed: boolean;
         };
@@ -1476,6 +1550,41 @@ export interface components {
             requiresApproval?: boolean;
             approvalDescription?: string;
             mayElicit?: boolean;
+        };
+        /** @description A recorded change of a tool's definition between two listings of its connection. */
+        ToolChange: {
+            id: string;
+            /** @description `tools.<integration>.<owner>.<connection>.<tool>` */
+            address: string;
+            owner: components["schemas"]["Owner"];
+            integration: string;
+            connection: string;
+            tool: string;
+            /** @description `added`, `removed` or `changed`. */
+            kind: string;
+            fields: string[];
+            /** @description `{name, description, inputSchema, outputSchema, annotations}`; null for an added tool. */
+            before: unknown;
+            /** @description Null for a removed tool. */
+            after: unknown;
+            beforeFingerprint: string | null;
+            afterFingerprint: string | null;
+            escalated: boolean;
+            requiresAcceptance: boolean;
+            /**
+             * Format: int64
+             * @description Epoch milliseconds.
+             */
+            detectedAt: number;
+            /** Format: int64 */
+            acceptedAt: number | null;
+            acceptedBy: string | null;
+        };
+        /** @description What a refresh saw change (`tool` names of the connection). */
+        ToolDiff: {
+            added: string[];
+            removed: string[];
+            changed: components["schemas"]["ChangedTool"][];
         };
         /** @description A tool's schemas and their TypeScript. */
         ToolSchema: {
@@ -2077,6 +2186,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Tool"][];
+                };
+            };
+            /** @description HttpApiSchemaError, McpConnectionError, McpToolDiscoveryError, OpenApiParseError, GraphqlIntrospectionError */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description ConnectionNotFoundError */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    refresh_connection_diff: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `org` or `user` */
+                owner: string;
+                /** @description The integration's slug */
+                integration: string;
+                /** @description The connection's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefreshDiff"];
                 };
             };
             /** @description HttpApiSchemaError, McpConnectionError, McpToolDiscoveryError, OpenApiParseError, GraphqlIntrospectionError */
@@ -4779,6 +4951,123 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+        };
+    };
+    list_tool_changes: {
+        parameters: {
+            query?: {
+                /** @description Only this integration's */
+                integration?: string;
+                /** @description `org` or `user` */
+                owner?: string;
+                /** @description Only this connection's */
+                connection?: string;
+                /** @description `true`: only changes waiting for acceptance */
+                pending?: boolean;
+                /** @description At most this many (≤ 500) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolChange"][];
+                };
+            };
+            /** @description HttpApiSchemaError: the body, path or query is not what the route takes */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    accept_tool_change: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The change's id (`tch_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolChange"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description OrgWriteDeniedError: a member who is not an admin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description ToolChangeNotFoundError */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
