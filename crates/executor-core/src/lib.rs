@@ -4,6 +4,7 @@
 pub mod address;
 pub mod auth;
 pub mod names;
+pub mod network;
 pub mod outcome;
 pub mod policy;
 pub mod result;

@@ -88,7 +88,8 @@ pub struct EngineConfig {
     pub max_queued_executions: usize,
     /// How long an execution waits for a slot before it is turned away.
     pub queue_wait: Duration,
-    /// Its `call_timeout` is replaced by [`Self::calls`]' call timeout.
+    /// Its `call_timeout` is replaced by [`Self::calls`]' call timeout. Its `network` is where
+    /// every upstream client connects (OpenAPI, GraphQL, OAuth and spec downloads too).
     pub mcp: McpClientConfig,
     /// Time, integration share and answer size of each tool call.
     pub calls: CallLimitsConfig,
@@ -238,6 +239,7 @@ impl Inner {
             store: &*self.store,
             http: &self.http,
             build_http: upstream_http_client,
+            network: self.mcp.config().network,
             mcp: &self.mcp,
             documents: &self.documents,
             openapi_validators: &self.openapi_validators,
@@ -250,18 +252,29 @@ impl Inner {
         }
     }
 
+    /// `Err` when `url`'s host is an address the server does not connect to: checked before a
+    /// request so it is not even dialled (the client itself checks every connection it makes).
+    pub(crate) fn check_url(
+        &self,
+        url: &str,
+    ) -> Result<(), executor_core::network::AddressNotAllowed> {
+        executor_mcp::network::check_url(self.mcp.config().network, url)
+    }
+
     /// The upstream HTTP client (OpenAPI, GraphQL, OAuth), built on first use.
     pub(crate) fn http(&self) -> &reqwest::Client {
-        self.http.get_or_init(upstream_http_client)
+        self.http
+            .get_or_init(|| upstream_http_client(self.mcp.config().network))
     }
 }
 
-/// Timeouts are per call (the kinds set them). Redirects are followed as `fetch` would.
-fn upstream_http_client() -> reqwest::Client {
-    reqwest::Client::builder()
+/// Timeouts are per call (the kinds set them). Redirects are followed as `fetch` would; every
+/// connection goes only where `network` allows.
+fn upstream_http_client(network: executor_core::network::NetworkAccess) -> reqwest::Client {
+    executor_mcp::network::guarded(reqwest::Client::builder(), network)
         .tcp_nodelay(true)
         .build()
-        .unwrap_or_default()
+        .expect("the upstream HTTP client's settings are valid")
 }
 
 impl Engine {

@@ -51,6 +51,9 @@ pub(crate) enum SendError {
     BadEndpoint(String),
     #[error("invalid header {0:?}")]
     BadHeader(String),
+    /// The endpoint is at an address the server does not connect to.
+    #[error("{0}")]
+    Refused(executor_core::network::AddressNotAllowed),
 }
 
 fn describe(e: &reqwest::Error) -> String {
@@ -66,7 +69,9 @@ fn describe(e: &reqwest::Error) -> String {
 }
 
 fn classify(e: reqwest::Error) -> SendError {
-    if e.is_timeout() {
+    if let Some(refused) = executor_core::network::AddressNotAllowed::find(&e) {
+        SendError::Refused(refused.clone())
+    } else if e.is_timeout() {
         SendError::Timeout
     } else {
         SendError::Transport(describe(&e))

@@ -129,6 +129,7 @@ pub async fn invoke_with_schema(
             )
             .with_retryable(true),
         ),
+        Err(SendError::Refused(refused)) => ToolOutcome::Err(refused.tool_error()),
         Err(e @ (SendError::BadHeader(_) | SendError::BadEndpoint(_))) => ToolOutcome::Err(
             ToolError::new(
                 "graphql_request_failed",

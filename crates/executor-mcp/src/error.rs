@@ -5,6 +5,7 @@ use rmcp::service::ClientInitializeError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use crate::upstream_http::UpstreamHttpError;
+use executor_core::network::AddressNotAllowed;
 
 use crate::sse::SseTransportError;
 
@@ -61,6 +62,10 @@ pub enum McpError {
         "stdio MCP servers are disabled on this server (its operator enables them with --allow-stdio-mcp)"
     )]
     StdioDisabled,
+    /// The server's address is one this server does not connect to
+    /// ([`crate::McpClientConfig::network`]); nothing was sent to it.
+    #[error("{0}")]
+    AddressNotAllowed(AddressNotAllowed),
 }
 
 /// How a `tools/call` failed when the server gave no JSON-RPC answer.
@@ -83,7 +88,8 @@ impl McpError {
             McpError::Rpc { .. }
             | McpError::Timeout { .. }
             | McpError::SessionLost { .. }
-            | McpError::StdioDisabled => None,
+            | McpError::StdioDisabled
+            | McpError::AddressNotAllowed(_) => None,
         }
     }
 
@@ -98,7 +104,9 @@ impl McpError {
             McpError::ListTools { .. } => "list_tools",
             McpError::Call { .. } | McpError::Rpc { .. } | McpError::SessionLost { .. } => "call",
             McpError::Timeout { stage } | McpError::InsufficientScope { stage, .. } => stage,
-            McpError::Connect { .. } | McpError::StdioDisabled => "connect",
+            McpError::Connect { .. } | McpError::StdioDisabled | McpError::AddressNotAllowed(_) => {
+                "connect"
+            }
         }
     }
 }
@@ -118,6 +126,8 @@ pub(crate) struct Diagnosis {
     /// A 403 whose challenge says `error="insufficient_scope"` (RFC 6750 §3.1), with the
     /// challenge's `scope` when it names one.
     pub(crate) insufficient_scope: Option<Option<String>>,
+    /// The connection was refused for where it goes ([`crate::network`]).
+    pub(crate) refused: Option<AddressNotAllowed>,
 }
 
 /// Whether a `WWW-Authenticate` challenge is RFC 6750's `insufficient_scope` error.
@@ -315,6 +325,12 @@ pub(crate) fn diagnose(err: &(dyn StdError + 'static)) -> Diagnosis {
         if depth > 32 {
             break;
         }
+        if d.refused.is_none()
+            && let Some(refused) = AddressNotAllowed::find(e)
+        {
+            d.refused = Some(refused.clone());
+            d.broken = true;
+        }
         if let Some(h) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
             diagnose_http(&mut d, h, diagnose_reqwest);
         } else if let Some(h) = e.downcast_ref::<StreamableHttpError<UpstreamHttpError>>() {
@@ -325,6 +341,9 @@ pub(crate) fn diagnose(err: &(dyn StdError + 'static)) -> Diagnosis {
             }
             if let Some(r) = &s.unreachable {
                 d.unreachable.get_or_insert_with(|| r.clone());
+            }
+            if let Some(r) = &s.refused {
+                d.refused.get_or_insert_with(|| r.clone());
             }
             if let Some(n) = &s.not_mcp {
                 d.not_mcp.get_or_insert_with(|| n.clone());
@@ -424,6 +443,9 @@ pub(crate) fn connect_error(
         }
         other => diagnose(other),
     };
+    if let Some(refused) = d.refused {
+        return McpError::AddressNotAllowed(refused);
+    }
     if d.timeout && d.unreachable.is_none() && d.status.is_none() {
         return McpError::Timeout { stage: "connect" };
     }
@@ -446,6 +468,9 @@ pub(crate) fn connect_error(
 
 pub(crate) fn list_error(endpoint: &str, err: &ServiceError) -> McpError {
     let d = diagnose_service(err);
+    if let Some(refused) = d.refused {
+        return McpError::AddressNotAllowed(refused);
+    }
     if let Some((code, message, _)) = &d.rpc {
         return McpError::ListTools {
             message: format!("tools/list failed on {endpoint}: {message} ({code})"),
@@ -469,6 +494,9 @@ pub(crate) fn list_error(endpoint: &str, err: &ServiceError) -> McpError {
 /// Returns the mapped error and whether the session must be discarded.
 pub(crate) fn call_error(endpoint: &str, err: &ServiceError) -> (McpError, Diagnosis) {
     let d = diagnose_service(err);
+    if let Some(refused) = d.refused.clone() {
+        return (McpError::AddressNotAllowed(refused), d);
+    }
     if let Some((code, message, data)) = &d.rpc {
         return (
             McpError::Rpc {

@@ -19,6 +19,7 @@
 mod discovery;
 mod elicit;
 mod error;
+pub mod network;
 mod outcome;
 mod pool;
 mod reattach;

@@ -88,6 +88,7 @@ pub fn error_to_outcome(tool_id: &str, error: &McpError) -> ToolOutcome {
         McpError::StdioDisabled => ToolOutcome::Err(
             ToolError::new("stdio_mcp_disabled", error.to_string()).with_status(403),
         ),
+        McpError::AddressNotAllowed(refused) => ToolOutcome::Err(refused.tool_error()),
         other if other.is_auth_rejection() => {
             ToolOutcome::Err(ToolError::new("connection_rejected", other.to_string()))
         }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 // Sampling and roots are deprecated by SEP-2577 but still part of the versions we speak.
+use executor_core::network::NetworkAccess;
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
@@ -48,6 +49,9 @@ pub struct McpClientConfig {
     /// allows them): every stdio connect fails with [`McpError::StdioDisabled`] before anything
     /// is spawned.
     pub allow_stdio: bool,
+    /// Where remote servers may be: every connection is checked on the address it reaches
+    /// ([`crate::network`]).
+    pub network: NetworkAccess,
 }
 
 impl Default for McpClientConfig {
@@ -58,6 +62,7 @@ impl Default for McpClientConfig {
             call_timeout: Duration::from_secs(10 * 60),
             max_pages: 100,
             allow_stdio: true,
+            network: NetworkAccess::LOCAL,
         }
     }
 }
@@ -234,12 +239,12 @@ struct PoolState {
 /// The HTTP clients of the downstream transports, built on first use (or by
 /// [`McpClient::warm_up`]): building one loads the system's root certificates, hundreds of files,
 /// which a server that has only started needs no sooner than its first downstream call.
-#[derive(Clone, Default)]
-struct LazyHttpClients(Arc<std::sync::OnceLock<HttpClients>>);
+#[derive(Clone)]
+struct LazyHttpClients(Arc<std::sync::OnceLock<HttpClients>>, NetworkAccess);
 
 impl LazyHttpClients {
     fn get(&self) -> &HttpClients {
-        self.0.get_or_init(HttpClients::new)
+        self.0.get_or_init(|| HttpClients::new(self.1))
     }
 }
 
@@ -257,12 +262,14 @@ struct HttpClients {
     fresh: reqwest::Client,
     /// The `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`/`NO_PROXY` rules reqwest applies.
     proxies: hyper_util::client::proxy::matcher::Matcher,
+    /// Where the clients may connect.
+    access: NetworkAccess,
 }
 
 impl HttpClients {
-    fn new() -> Self {
+    fn new(access: NetworkAccess) -> Self {
         let builder = || {
-            reqwest::Client::builder()
+            crate::network::guarded(reqwest::Client::builder(), access)
                 .connect_timeout(Duration::from_secs(10))
                 .tcp_nodelay(true)
         };
@@ -272,7 +279,7 @@ impl HttpClients {
             .build()
             .unwrap_or_else(|_| pooled.clone());
         let keep_alive = if upstream_http::QUICK_ACK_AVAILABLE {
-            UpstreamHttp::new()
+            UpstreamHttp::new(access)
                 .inspect_err(
                     |e| tracing::warn!(error = %e, "no keep-alive HTTP client; TLS set-up failed"),
                 )
@@ -285,6 +292,7 @@ impl HttpClients {
             keep_alive,
             fresh,
             proxies: hyper_util::client::proxy::matcher::Matcher::from_env(),
+            access,
         }
     }
 
@@ -567,6 +575,8 @@ async fn connect(
         TargetRef::Stdio(_) if !allow_stdio => return Err(McpError::StdioDisabled),
         TargetRef::Stdio(stdio) => return connect_stdio(stdio, handler).await,
     };
+    crate::network::check_url(http.access, &target.endpoint)
+        .map_err(McpError::AddressNotAllowed)?;
     match target.transport {
         RemoteTransport::StreamableHttp => connect_streamable(http, target, handler, linking).await,
         RemoteTransport::Sse => connect_sse(&http.pooled, target, handler, sse_timeout).await,
@@ -843,7 +853,7 @@ impl McpClient {
     }
 
     pub fn new(config: McpClientConfig) -> Self {
-        let http = LazyHttpClients::default();
+        let http = LazyHttpClients(Arc::default(), config.network);
         let inner = Arc::new(Inner {
             config,
             http,
@@ -1415,7 +1425,7 @@ mod tests {
 
     #[test]
     fn a_proxied_endpoint_takes_the_client_that_honours_the_proxy() {
-        let mut http = HttpClients::new();
+        let mut http = HttpClients::new(NetworkAccess::LOCAL);
         http.proxies = Matcher::builder()
             .all("http://proxy.internal:3128")
             .no("localhost,127.0.0.1")

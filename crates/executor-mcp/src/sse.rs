@@ -30,6 +30,8 @@ pub struct SseTransportError {
     /// The `WWW-Authenticate` challenge of a 401/403 answer, read like streamable HTTP's
     /// (RFC 6750 `insufficient_scope` tells a missing scope from a rejected token).
     pub www_authenticate: Option<String>,
+    /// Set when the connection was refused for where it goes ([`crate::network`]).
+    pub refused: Option<executor_core::network::AddressNotAllowed>,
 }
 
 impl SseTransportError {
@@ -40,6 +42,7 @@ impl SseTransportError {
             unreachable: None,
             not_mcp: None,
             www_authenticate: None,
+            refused: None,
         }
     }
 
@@ -61,6 +64,7 @@ impl SseTransportError {
             unreachable: None,
             not_mcp,
             www_authenticate,
+            refused: None,
         }
     }
 
@@ -72,6 +76,7 @@ impl SseTransportError {
             unreachable: d.unreachable,
             not_mcp: None,
             www_authenticate: None,
+            refused: d.refused,
         }
     }
 }
@@ -138,6 +143,7 @@ impl SseClientTransport {
                 status: Some(status.as_u16()),
                 unreachable: None,
                 www_authenticate: None,
+                refused: None,
                 not_mcp: Some(format!(
                     "it answered with content type {}",
                     if content_type.is_empty() {
@@ -173,6 +179,7 @@ impl SseClientTransport {
                         unreachable: None,
                         not_mcp: Some("no `endpoint` event on the SSE stream".into()),
                         www_authenticate: None,
+                        refused: None,
                     });
                 }
             }

@@ -21,6 +21,7 @@
 //! The mapping of responses to [`StreamableHttpError`] follows rmcp's reqwest client: the session
 //! pool, OAuth and the error diagnosis read the same variants whichever client carried the call.
 
+use executor_core::network::NetworkAccess;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -223,6 +224,7 @@ struct PoolState {
 
 struct Shared {
     tls: tokio_rustls::TlsConnector,
+    access: NetworkAccess,
     state: Mutex<PoolState>,
 }
 
@@ -422,10 +424,16 @@ impl Drop for UpstreamBody {
     }
 }
 
-/// Resolve `origin` and connect to the first address that answers.
-async fn connect_tcp(origin: &Origin) -> std::io::Result<TcpStream> {
+/// Resolve `origin` and connect to the first address `access` allows that answers (an address
+/// written in the URL is resolved to itself, so it is checked too).
+async fn connect_tcp(origin: &Origin, access: NetworkAccess) -> std::io::Result<TcpStream> {
     let mut last = None;
-    for addr in tokio::net::lookup_host((origin.bare_host(), origin.port)).await? {
+    let found = tokio::net::lookup_host((origin.bare_host(), origin.port))
+        .await?
+        .collect();
+    let allowed = crate::network::allowed_addresses(access, found)
+        .map_err(|refused| std::io::Error::new(std::io::ErrorKind::PermissionDenied, refused))?;
+    for addr in allowed {
         match TcpStream::connect(addr).await {
             Ok(tcp) => return Ok(tcp),
             Err(e) => last = Some(e),
@@ -465,7 +473,7 @@ pub(crate) struct UpstreamHttp(Arc<Shared>);
 
 impl UpstreamHttp {
     /// Build the client: loads the platform's root certificates for https endpoints.
-    pub(crate) fn new() -> Result<Self, rustls::Error> {
+    pub(crate) fn new(access: NetworkAccess) -> Result<Self, rustls::Error> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut tls = {
             use rustls_platform_verifier::BuilderVerifierExt;
@@ -477,6 +485,7 @@ impl UpstreamHttp {
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Self(Arc::new(Shared {
             tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
+            access,
             state: Mutex::default(),
         })))
     }
@@ -486,7 +495,7 @@ impl UpstreamHttp {
         &self,
         origin: &Origin,
     ) -> Result<SendRequest<Full<Bytes>>, UpstreamHttpError> {
-        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, connect_tcp(origin))
+        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, connect_tcp(origin, self.0.access))
             .await
             .map_err(|_| UpstreamHttpError::Connect(timed_out()))?
             .map_err(UpstreamHttpError::Connect)?;
@@ -1204,7 +1213,7 @@ mod tests {
     #[tokio::test]
     async fn one_connection_carries_sequential_exchanges_and_returns_when_the_body_ends() {
         let (base, accepted, _) = raw_server(answers).await;
-        let client = UpstreamHttp::new().unwrap();
+        let client = UpstreamHttp::new(NetworkAccess::LOCAL).unwrap();
         for path in ["/json", "/sse", "/accepted", "/json", "/sse"] {
             match post(&client, format!("{base}{path}"), None).await.unwrap() {
                 StreamableHttpPostResponse::Sse(mut events, _) => {
@@ -1226,7 +1235,7 @@ mod tests {
     #[tokio::test]
     async fn a_connection_the_server_closed_is_not_reused() {
         let (base, accepted, _) = raw_server(answers).await;
-        let client = UpstreamHttp::new().unwrap();
+        let client = UpstreamHttp::new(NetworkAccess::LOCAL).unwrap();
         for _ in 0..3 {
             let answer = post(&client, format!("{base}/closing"), None).await;
             assert!(
@@ -1242,7 +1251,7 @@ mod tests {
     #[tokio::test]
     async fn answers_map_to_the_errors_the_pool_and_oauth_read() {
         let (base, accepted, heads) = raw_server(answers).await;
-        let client = UpstreamHttp::new().unwrap();
+        let client = UpstreamHttp::new(NetworkAccess::LOCAL).unwrap();
         let url = |path: &str| format!("{base}{path}");
         assert!(matches!(
             post(&client, url("/login"), None).await,
@@ -1304,7 +1313,7 @@ mod tests {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap().port()
         };
-        let client = UpstreamHttp::new().unwrap();
+        let client = UpstreamHttp::new(NetworkAccess::LOCAL).unwrap();
         match post(&client, format!("http://127.0.0.1:{port}/mcp"), None).await {
             Err(StreamableHttpError::Client(e)) => assert!(e.is_connect(), "{e}"),
             other => panic!("{other:?}"),

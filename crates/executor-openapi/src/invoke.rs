@@ -150,6 +150,9 @@ pub struct CallConfig {
     pub stream_max_duration: Duration,
     /// Larger non-streamed bodies fail with `tool_output_too_large` (`details: {bytes, limit}`).
     pub max_body_bytes: usize,
+    /// An API at an address written in its URL that this does not allow is refused before it
+    /// is dialled (the HTTP client checks every connection it makes; this spares the dial).
+    pub network: executor_core::network::NetworkAccess,
 }
 
 impl Default for CallConfig {
@@ -163,6 +166,7 @@ impl Default for CallConfig {
             stream_max_bytes: 1024 * 1024,
             stream_max_duration: Duration::from_secs(10),
             max_body_bytes: 64 * 1024 * 1024,
+            network: executor_core::network::NetworkAccess::LOCAL,
         }
     }
 }
@@ -1077,7 +1081,8 @@ fn basic_value(value: &str) -> Option<String> {
 /// 2xx → `{ok:true, data, http:{status, headers}}`; 401/403 → `connection_rejected`; other
 /// statuses → `upstream_http_error` (status, extracted message, `details.body` excerpt);
 /// timeouts → `upstream_response_headers_timeout` / `upstream_response_body_timeout`;
-/// network failures → `upstream_unreachable`.
+/// network failures → `upstream_unreachable`; an address the server does not connect to →
+/// `address_not_allowed`.
 pub async fn invoke(
     http: &reqwest::Client,
     binding: &Value,
@@ -1100,6 +1105,14 @@ async fn invoke_inner(
     let args = args_object(args)?;
     check(&b, args)?;
     let url = build_url(&b, args, config)?;
+    if let Ok(parsed) = url::Url::parse(&url)
+        && let Some(host) = parsed.host_str()
+    {
+        config
+            .network
+            .check_host(host)
+            .map_err(|refused| refused.tool_error())?;
+    }
     let method = reqwest::Method::from_bytes(b.method.as_bytes()).map_err(|_| {
         ToolError::new(
             "binding_error",
@@ -1186,6 +1199,9 @@ async fn invoke_inner(
 }
 
 fn request_error(e: reqwest::Error) -> ToolError {
+    if let Some(refused) = executor_core::network::AddressNotAllowed::find(&e) {
+        return refused.tool_error();
+    }
     // Never echo the URL: auth query placements would leak with it.
     let host = e
         .url()

@@ -460,6 +460,17 @@ struct ServeFlags {
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     allow_stdio_mcp: bool,
+    /// `serve`: let upstream servers be on private networks and loopback (10/8, 192.168/16,
+    /// 127/8, fc00::/7…), which the team server refuses by default so members cannot make it
+    /// fetch from inside its network. Link-local and cloud metadata addresses are refused
+    /// whatever this says; a local `web` server always allows private networks.
+    #[arg(
+        long,
+        env = "EXECUTOR_ALLOW_PRIVATE_NETWORK",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    allow_private_network: bool,
 }
 
 /// Everything the server needs, validated.
@@ -481,6 +492,8 @@ pub(crate) struct Settings {
     pub(crate) team: bool,
     /// `serve --allow-stdio-mcp`.
     pub(crate) allow_stdio_mcp: bool,
+    /// `serve --allow-private-network`.
+    pub(crate) allow_private_network: bool,
 }
 
 impl Settings {
@@ -492,6 +505,9 @@ impl Settings {
         }
         crate::server::Exposure {
             allow_stdio_mcp: self.allow_stdio_mcp,
+            network: executor_core::network::NetworkAccess {
+                allow_private: self.allow_private_network,
+            },
         }
     }
 }
@@ -522,6 +538,7 @@ impl ServeFlags {
             auth_token: self.auth_token.as_deref().map(auth_token).transpose()?,
             team: false,
             allow_stdio_mcp: self.allow_stdio_mcp,
+            allow_private_network: self.allow_private_network,
         })
     }
 }

@@ -152,12 +152,15 @@ pub(crate) async fn open_engine(
 pub(crate) struct Exposure {
     /// Spawn stdio MCP servers (commands on the host).
     pub(crate) allow_stdio_mcp: bool,
+    /// Where upstream servers may be.
+    pub(crate) network: executor_core::network::NetworkAccess,
 }
 
 impl Exposure {
     /// A local server (`web`, `daemon`, `mcp`): its one user owns the host already.
     pub(crate) const LOCAL: Exposure = Exposure {
         allow_stdio_mcp: true,
+        network: executor_core::network::NetworkAccess::LOCAL,
     };
 }
 
@@ -226,6 +229,7 @@ pub(crate) async fn open_engine_locked(
             },
             mcp: executor_mcp::McpClientConfig {
                 allow_stdio: exposure.allow_stdio_mcp,
+                network: exposure.network,
                 ..executor_mcp::McpClientConfig::default()
             },
             ..EngineConfig::with_js_timeout(execution_timeout)

@@ -53,6 +53,9 @@ impl Engine {
         let (schema, supplied) = match &input.introspection_json {
             Some(json) => (Some(parse_supplied(json)?), true),
             None => {
+                self.inner
+                    .check_url(&endpoint)
+                    .map_err(|refused| introspection_error(refused.to_string()))?;
                 match executor_graphql::introspect(
                     self.inner.http(),
                     &endpoint,

@@ -659,7 +659,8 @@ impl Engine {
                 )),
             ));
         }
-        let connected = openapi::connected_with(config, probe.rendered);
+        let connected =
+            openapi::connected_with(config, probe.rendered, self.inner.mcp.config().network);
         let args = Value::Object(spec.args.clone().unwrap_or_default());
         let outcome = connected
             .invoke_binding(&self.inner.kind_env(caller), &tool.binding, args)

@@ -128,6 +128,7 @@ pub(crate) async fn schema_for(
         Ok(Err(e)) => return Err(e.message),
         Err(e) => return Err(e.to_string()),
     };
+    executor_mcp::network::check_url(env.network, &config.endpoint).map_err(|r| r.to_string())?;
     let schema = executor_graphql::introspect(
         env.http(),
         &config.endpoint,
@@ -294,6 +295,9 @@ impl Connected {
             Ok(b) => b,
             Err(e) => return ToolOutcome::Err(*e),
         };
+        if let Err(refused) = executor_mcp::network::check_url(env.network, &self.endpoint) {
+            return ToolOutcome::Err(refused.tool_error());
+        }
         executor_graphql::invoke_with_schema(
             env.http(),
             &self.endpoint,

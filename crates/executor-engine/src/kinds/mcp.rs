@@ -808,6 +808,7 @@ pub(crate) fn call_error_outcome(
         McpError::InsufficientScope { message, .. } => Some(ToolOutcome::Err(
             super::scope_insufficient(integration, message),
         )),
+        McpError::AddressNotAllowed(refused) => Some(ToolOutcome::Err(refused.tool_error())),
         McpError::StdioDisabled => Some(ToolOutcome::Err(
             ToolError::new("stdio_mcp_disabled", stdio_disabled_message())
                 .with_retryable(false)

@@ -39,7 +39,9 @@ pub(crate) struct KindEnv<'a> {
     /// The upstream HTTP client, built at its first use (an MCP-only executor never loads the
     /// root certificates it needs).
     pub(crate) http: &'a std::sync::OnceLock<reqwest::Client>,
-    pub(crate) build_http: fn() -> reqwest::Client,
+    pub(crate) build_http: fn(executor_core::network::NetworkAccess) -> reqwest::Client,
+    /// Where upstream connections may go.
+    pub(crate) network: executor_core::network::NetworkAccess,
     pub(crate) mcp: &'a executor_mcp::McpClient,
     pub(crate) documents: &'a Documents,
     pub(crate) openapi_validators: &'a openapi::Validators,
@@ -53,7 +55,7 @@ pub(crate) struct KindEnv<'a> {
 
 impl KindEnv<'_> {
     pub(crate) fn http(&self) -> &reqwest::Client {
-        self.http.get_or_init(self.build_http)
+        self.http.get_or_init(|| (self.build_http)(self.network))
     }
 }
 

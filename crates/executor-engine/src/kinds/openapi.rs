@@ -320,7 +320,7 @@ pub(crate) async fn connect(
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
     };
-    let mut connected = connected_with(config, credentials.rendered);
+    let mut connected = connected_with(config, credentials.rendered, env.network);
     // A body past the tool output cap could never reach the code: stop reading it there.
     connected.call.max_body_bytes = env.max_output_bytes;
     Ok(Ok(connected))
@@ -331,6 +331,7 @@ pub(crate) async fn connect(
 pub(crate) fn connected_with(
     config: OpenApiConfig,
     rendered: executor_core::auth::Rendered,
+    network: executor_core::network::NetworkAccess,
 ) -> Connected {
     let mut headers = config.headers;
     headers.extend(rendered.headers);
@@ -341,6 +342,7 @@ pub(crate) fn connected_with(
             base_url: config.base_url,
             headers,
             query,
+            network,
             ..executor_openapi::CallConfig::default()
         },
     }
