@@ -44,7 +44,8 @@ async function startTeamServer() {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const proc = spawnBinary(["serve", "--port", String(port), "--hostname", "127.0.0.1"], {
-      env: { EXECUTOR_DATA_DIR: dataDir, EXECUTOR_SCOPE_DIR: dataDir, EXECUTOR_WEB_BASE_URL: base },
+      // Its upstream fixtures listen on loopback, which the team server refuses by default.
+      env: { EXECUTOR_DATA_DIR: dataDir, EXECUTOR_SCOPE_DIR: dataDir, EXECUTOR_WEB_BASE_URL: base, EXECUTOR_ALLOW_PRIVATE_NETWORK: "1" },
       cwd: dataDir,
     });
     let exit = null;

@@ -73,7 +73,7 @@ async fn run() -> Result<(), Fail> {
         },
     );
     let probe = engine
-        .probe_mcp(&url, BTreeMap::new(), BTreeMap::new())
+        .probe_mcp(&caller, &url, BTreeMap::new(), BTreeMap::new())
         .await?;
     eprintln!(
         "probe: connected={} requiresOAuth={}",
@@ -152,7 +152,7 @@ async fn authorise(
     scenario: &str,
     context: &Value,
 ) -> Result<(), Fail> {
-    let probe = engine.probe_oauth(url).await?;
+    let probe = engine.probe_oauth(caller, url).await?;
     eprintln!(
         "oauth: authorize={} token={} register={:?} methods={:?}",
         probe.authorization_url,

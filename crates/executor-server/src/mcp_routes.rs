@@ -155,10 +155,19 @@ fn probe_json(p: &ProbeView) -> Value {
 
 // ---- handlers -------------------------------------------------------------------------------
 
-#[utoipa::path(post, path = "/api/mcp/probe", tag = "mcp", summary = "Probe an MCP server before adding it", request_body = ProbeBody, responses((status = 200, description = "What the server says of itself: name, tools, whether it needs OAuth or a header", body = Object), (status = 400, description = "HttpApiSchemaError, McpConnectionError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
-async fn probe_mcp(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBody>) -> ApiResult {
+#[utoipa::path(post, path = "/api/mcp/probe", tag = "mcp", summary = "Probe an MCP server before adding it", request_body = ProbeBody, responses((status = 200, description = "What the server says of itself: name, tools, whether it needs OAuth or a header", body = Object), (status = 400, description = "HttpApiSchemaError, McpConnectionError", body = ErrorBody), (status = 403, description = "OrgWriteDeniedError: on the team server, a member who is not an admin (the OAuth probe: of a URL that is not an MCP integration's)", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+async fn probe_mcp(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(body): ApiJson<ProbeBody>,
+) -> ApiResult {
     let probe = engine
-        .probe_mcp(body.endpoint.trim(), body.headers, body.query_params)
+        .probe_mcp(
+            &caller,
+            body.endpoint.trim(),
+            body.headers,
+            body.query_params,
+        )
         .await?;
     ok(probe_json(&probe))
 }

@@ -318,9 +318,13 @@ struct ProbeBody {
     url: String,
 }
 
-#[utoipa::path(post, path = "/api/oauth/probe", tag = "oauth", summary = "Discover an OAuth authorization server", request_body = ProbeBody, responses((status = 200, description = "The authorization server's endpoints", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthProbeError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
-async fn probe(State(engine): State<Engine>, ApiJson(body): ApiJson<ProbeBody>) -> ApiResult {
-    let p = engine.probe_oauth(&body.url).await?;
+#[utoipa::path(post, path = "/api/oauth/probe", tag = "oauth", summary = "Discover an OAuth authorization server", request_body = ProbeBody, responses((status = 200, description = "The authorization server's endpoints", body = Object), (status = 400, description = "HttpApiSchemaError, OAuthProbeError", body = ErrorBody), (status = 403, description = "OrgWriteDeniedError: on the team server, a member who is not an admin (the OAuth probe: of a URL that is not an MCP integration's)", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+async fn probe(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(body): ApiJson<ProbeBody>,
+) -> ApiResult {
+    let p = engine.probe_oauth(&caller, &body.url).await?;
     ok(oauth_probe_json(&p))
 }
 

@@ -170,14 +170,20 @@ fn skipped<T: Serialize>(failures: &[T]) -> Value {
 
 // ---- handlers -------------------------------------------------------------------------------
 
-#[utoipa::path(post, path = "/api/openapi/preview", tag = "openapi", summary = "Preview an OpenAPI spec before adding it", request_body = PreviewBody, responses((status = 200, description = "Title, version, operations, tags, servers, auth methods and health-check candidates", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError, OpenApiSpecOverrideError", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
-async fn preview(State(engine): State<Engine>, ApiJson(body): ApiJson<PreviewBody>) -> ApiResult {
+#[utoipa::path(post, path = "/api/openapi/preview", tag = "openapi", summary = "Preview an OpenAPI spec before adding it", request_body = PreviewBody, responses((status = 200, description = "Title, version, operations, tags, servers, auth methods and health-check candidates", body = Object), (status = 400, description = "HttpApiSchemaError, OpenApiParseError, OpenApiExtractionError, OpenApiSpecOverrideError", body = ErrorBody), (status = 403, description = "OrgWriteDeniedError: on the team server, a member who is not an admin (the OAuth probe: of a URL that is not an MCP integration's)", body = ErrorBody), (status = 401, description = "The bearer token is missing or wrong (text `Unauthorized`)", body = String, content_type = "text/plain"), (status = 500, description = "InternalError: a fault of the server, with a traceId", body = ErrorBody)))]
+async fn preview(
+    State(engine): State<Engine>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(body): ApiJson<PreviewBody>,
+) -> ApiResult {
     check_format(body.spec_format.as_deref())?;
     let spec = match spec_source(&body.spec)? {
         OpenApiSpecSource::Url(u) => u,
         OpenApiSpecSource::Text(t) => t,
     };
-    let found = engine.preview_openapi(&spec, body.spec_overrides).await?;
+    let found = engine
+        .preview_openapi(&caller, &spec, body.spec_overrides)
+        .await?;
     let mut out = match serde_json::to_value(&found.preview) {
         Ok(Value::Object(o)) => o,
         _ => Map::new(),

@@ -50,6 +50,9 @@ async function startOnce({ dataDir, port, ownsDataDir, env = {}, readyTimeoutMs 
     EXECUTOR_WEB_BASE_URL: baseUrl,
     EXECUTOR_ORG_NAME: ORG.name,
     EXECUTOR_ORG_SLUG: ORG.slug,
+    // The tests' upstream servers listen on loopback, which the team server refuses by default
+    // (team-network.test.mjs starts one with "0" to see the refusal).
+    EXECUTOR_ALLOW_PRIVATE_NETWORK: "1",
     ...env,
   };
   // Nothing from the test runner's environment may choose another server, key or admin.

@@ -22,13 +22,16 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 
 impl Engine {
+    /// What the MCP server at `endpoint` says of itself. Admins only on the team server.
     pub async fn probe_mcp(
         &self,
+        caller: &Caller,
         endpoint: &str,
         headers: BTreeMap<String, String>,
         query: BTreeMap<String, String>,
     ) -> EngineResult<ProbeView> {
         validate_endpoint(endpoint)?;
+        self.ensure_may_probe(caller, endpoint, false).await?;
         let target = RemoteTarget {
             endpoint: endpoint.to_owned(),
             transport: RemoteTransport::Auto,
@@ -56,7 +59,7 @@ impl Engine {
             Err(e) if is_auth_wall(&e) => {
                 // An OAuth-protected server publishes where to authorise (RFC 9728 / 8414).
                 let oauth = self
-                    .probe_oauth(endpoint)
+                    .discover_oauth(endpoint)
                     .await
                     .inspect_err(|e| tracing::debug!(error = %e, "no usable OAuth metadata for an MCP server behind an auth wall"))
                     .ok();

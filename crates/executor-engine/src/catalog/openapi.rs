@@ -48,6 +48,9 @@ impl Engine {
                     parsed.query_pairs_mut().extend_pairs(query.iter());
                     target = parsed.to_string();
                 }
+                self.inner.check_url(&target).map_err(|refused| {
+                    spec_error(executor_openapi::OpenApiError::Fetch(refused.to_string()))
+                })?;
                 executor_openapi::fetch_spec(self.inner.http(), &target, headers)
                     .await
                     .map_err(spec_error)
@@ -71,13 +74,18 @@ impl Engine {
         .map_err(|e| EngineError::Internal(format!("spec compile task: {e}")))?
     }
 
-    /// What a spec holds before it is added (`POST /api/openapi/preview`).
+    /// What a spec holds before it is added (`POST /api/openapi/preview`). A spec given by URL
+    /// is fetched: admins only on the team server.
     pub async fn preview_openapi(
         &self,
+        caller: &Caller,
         spec: &str,
         spec_overrides: Option<Value>,
     ) -> EngineResult<OpenApiPreview> {
         let source = OpenApiSpecSource::url_or_text(spec);
+        if let OpenApiSpecSource::Url(url) = &source {
+            self.ensure_may_probe(caller, url, false).await?;
+        }
         let text = self
             .openapi_spec_text(&source, &BTreeMap::new(), &BTreeMap::new())
             .await?;

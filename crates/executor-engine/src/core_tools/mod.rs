@@ -314,7 +314,7 @@ pub(crate) async fn run_static(
         "executor.coreTools.oauth.clients.remove" => {
             oauth::clients_remove(engine, caller, args).await
         }
-        "executor.coreTools.oauth.probe" => oauth::probe(engine, args).await,
+        "executor.coreTools.oauth.probe" => oauth::probe(engine, caller, args).await,
         "executor.coreTools.oauth.start" => oauth::start(engine, caller, args).await,
         "executor.coreTools.oauth.cancel" => oauth::cancel(engine, caller, args).await,
         "executor.coreTools.policies.list" => legacy(policies_list(engine, caller).await),

@@ -335,9 +335,9 @@ pub(super) async fn clients_remove(engine: &Engine, caller: &Caller, args: &Valu
     Ok(json!({"removed": removed}))
 }
 
-pub(super) async fn probe(engine: &Engine, args: &Value) -> CoreResult {
+pub(super) async fn probe(engine: &Engine, caller: &Caller, args: &Value) -> CoreResult {
     let a = Args::new(PROBE, args, &["url"])?;
-    let p = engine.probe_oauth(&a.required("url")?).await?;
+    let p = engine.probe_oauth(caller, &a.required("url")?).await?;
     Ok(oauth_probe_json(&p))
 }
 

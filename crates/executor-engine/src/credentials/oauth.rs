@@ -426,6 +426,11 @@ async fn post_token_as(
     method: &str,
     pairs: &[(&str, &str)],
 ) -> Result<TokenResponse, TokenError> {
+    inner.check_url(token_url).map_err(|refused| TokenError {
+        error: None,
+        message: format!("token endpoint refused: {refused}"),
+        status: None,
+    })?;
     let mut body: Vec<(&str, &str)> = pairs.to_vec();
     let mut request = inner.http().post(token_url);
     match method {
@@ -450,7 +455,7 @@ async fn post_token_as(
         .await
         .map_err(|e| TokenError {
             error: None,
-            message: format!("token endpoint unreachable: {e}"),
+            message: format!("token endpoint unreachable: {}", unreachable(&e)),
             status: None,
         })?;
     let status = response.status();
@@ -501,7 +506,16 @@ async fn post_token_as(
     })
 }
 
+/// Why a request failed, for a person: the address refusal when that is why.
+fn unreachable(e: &reqwest::Error) -> String {
+    match executor_core::network::AddressNotAllowed::find(e) {
+        Some(refused) => refused.to_string(),
+        None => e.to_string(),
+    }
+}
+
 async fn get_json(inner: &Inner, url: &str) -> Option<Value> {
+    inner.check_url(url).ok()?;
     let response = inner
         .http()
         .get(url)
@@ -574,6 +588,7 @@ struct ResourceChallenge {
 /// Asks `url` what it wants, as an MCP client's first request would (an `initialize` POST with
 /// no credentials). A server that lets it through gets its session closed again.
 async fn resource_challenge(inner: &Inner, url: &url::Url) -> Option<ResourceChallenge> {
+    inner.check_url(url.as_str()).ok()?;
     let initialize = json!({
         "jsonrpc": "2.0",
         "id": 0,
@@ -1130,6 +1145,12 @@ impl Engine {
             "token_endpoint_auth_method": auth_method,
             "scope": input.scopes.join(" "),
         });
+        self.inner.check_url(endpoint.as_str()).map_err(|refused| {
+            oauth_error(
+                "OAuthRegistrationError",
+                format!("Dynamic client registration failed: {refused}"),
+            )
+        })?;
         let response = self
             .inner
             .http()
@@ -1141,7 +1162,7 @@ impl Engine {
             .map_err(|e| {
                 oauth_error(
                     "OAuthRegistrationError",
-                    format!("Dynamic client registration failed: {e}"),
+                    format!("Dynamic client registration failed: {}", unreachable(&e)),
                 )
             })?;
         let status = response.status();
@@ -1235,7 +1256,15 @@ impl Engine {
     /// (MCP 2025-03-26), the default `/authorize`, `/token` and `/register` at its origin.
     /// A protected-resource document for another resource is refused: following it would send
     /// the person's grant (and the token's audience) to whoever wrote it.
-    pub async fn probe_oauth(&self, url: &str) -> EngineResult<OAuthProbe> {
+    pub async fn probe_oauth(&self, caller: &Caller, url: &str) -> EngineResult<OAuthProbe> {
+        check_url("url", url)?;
+        // A member may look up the sign-in endpoints of an MCP server in the catalog only.
+        self.ensure_may_probe(caller, url, true).await?;
+        self.discover_oauth(url).await
+    }
+
+    /// [`Self::probe_oauth`] without asking who wants to know (the engine's own lookups).
+    pub(crate) async fn discover_oauth(&self, url: &str) -> EngineResult<OAuthProbe> {
         let target = check_url("url", url)?;
         let inner = &self.inner;
         let challenge = resource_challenge(inner, &target).await;
@@ -1648,7 +1677,7 @@ impl Engine {
             return Vec::new();
         };
         // What the server's challenge asks for, else what it supports (MCP scope selection).
-        match self.probe_oauth(&endpoint).await {
+        match self.discover_oauth(&endpoint).await {
             Ok(probe) => probe
                 .challenge_scopes
                 .or(probe.scopes_supported)
