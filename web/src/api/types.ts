@@ -27,6 +27,10 @@ export type ToolkitPolicy = Schemas["ToolkitPolicy"];
 export type ToolkitConnection = Schemas["ToolkitConnection"];
 export type ToolkitTool = Schemas["ToolkitTool"];
 export type ToolkitDecision = Schemas["ToolkitDecision"];
+export type ToolChange = Schemas["ToolChange"];
+export type ToolDiff = Schemas["ToolDiff"];
+export type ChangedTool = Schemas["ChangedTool"];
+export type RefreshDiff = Schemas["RefreshDiff"];
 
 // Request bodies
 export type CreateConnectionBody = Schemas["CreateConnectionBody"];
@@ -50,4 +54,7 @@ export type CreateToolkitConnectionBody = Schemas["CreateToolkitConnectionBody"]
 
 /** The query parameters of `GET /api/executions`. */
 export type ExecutionListQuery = NonNullable<paths["/api/executions"]["get"]["parameters"]["query"]>;
+
+/** The query parameters of `GET /api/tool-changes`. */
+export type ToolChangeListQuery = NonNullable<paths["/api/tool-changes"]["get"]["parameters"]["query"]>;
 
