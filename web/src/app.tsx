@@ -18,6 +18,7 @@ const ToolkitsPage = lazy(() => import("./pages/toolkits"));
 const ToolkitPage = lazy(() => import("./pages/toolkit"));
 const ExecutionsPage = lazy(() => import("./pages/executions"));
 const ExecutionPage = lazy(() => import("./pages/execution"));
+const ToolChangesPage = lazy(() => import("./pages/tool-changes"));
 const PlaygroundPage = lazy(() => import("./pages/playground"));
 const ResumePage = lazy(() => import("./pages/resume"));
 const ProvidersPage = lazy(() => import("./pages/providers"));
@@ -38,6 +39,7 @@ const NAV: { href: string; label: string }[] = [
   { href: "/toolkits", label: "Toolkits" },
   { href: "/policies", label: "Policies" },
   { href: "/executions", label: "Executions" },
+  { href: "/tool-changes", label: "Tool changes" },
   { href: "/playground", label: "Playground" },
   { href: "/providers", label: "Providers" },
   { href: "/oauth-apps", label: "OAuth apps" },
@@ -156,6 +158,7 @@ export function App() {
             <Route path="/policies" component={PoliciesPage} />
             <Route path="/executions" component={ExecutionsPage} />
             <Route path="/executions/:id" component={ExecutionPage} />
+            <Route path="/tool-changes" component={ToolChangesPage} />
             <Route path="/playground" component={PlaygroundPage} />
             <Route path="/resume/:id" component={ResumePage} />
             <Route path="/providers" component={ProvidersPage} />
