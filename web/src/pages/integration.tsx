@@ -4,14 +4,13 @@
 import * as DropdownMenu from "@radix-ui/react-dropdown-menu";
 import * as Tabs from "@radix-ui/react-tabs";
 import { useMutation } from "@tanstack/react-query";
-import { useMemo, useState, type FormEvent } from "react";
+import { useMemo, useState, type CSSProperties, type FormEvent } from "react";
 import { useLocation, useParams, useSearch } from "wouter";
 import { api, ApiError, describeError } from "../api/http";
 import {
   checkConnectionHealth,
   patchConnection,
   patchIntegration,
-  refreshConnection,
   removeConnection,
   removeIntegration,
   toolPath,
@@ -26,9 +25,11 @@ import {
 } from "../api/integrations";
 import { useGlobalRules, usePolicies } from "../api/policies";
 import { ownerLabel } from "../api/team";
+import { refreshConnectionDiff, useInvalidateToolChanges } from "../api/tool-changes";
 import { ConnectionModal, HealthVerdict } from "../components/connection-modal";
 import { ConfirmDialog, DialogActions, Modal } from "../components/dialogs";
 import { ErrorNote } from "../components/fields";
+import { anyWaiting, RefreshDiff, type ConnectionDiff } from "../components/refresh-diff";
 import { DetailHeader, DetailUnavailable, PageLoading } from "../components/page-header";
 import { agnosticPattern, effectiveDecision } from "../components/policy-menu";
 import { ToolDetail } from "../components/tool-detail";
@@ -85,6 +86,30 @@ function EditDialog(props: {
 
 // ---- connections ------------------------------------------------------------------------
 
+/** A refresh's sentence, and what it saw change per connection (none: an OpenAPI spec re-read). */
+interface RefreshNote {
+  tone: string;
+  text: string;
+  diffs?: ConnectionDiff[];
+}
+
+function RefreshNoteBox({ integration, note, style }: { integration: string; note: RefreshNote; style?: CSSProperties }) {
+  return (
+    <div className={`result-box ${note.tone} stack`} role={note.tone === "danger" ? "alert" : "status"} style={{ gap: "0.35rem", ...style }}>
+      <span>{note.text}</span>
+      {note.diffs && <RefreshDiff integration={integration} diffs={note.diffs} />}
+    </div>
+  );
+}
+
+const toolsSentence = (n: number) => `Refreshed: ${n} tool${n === 1 ? "" : "s"}.`;
+
+/** The note of a refresh that answered diffs; without a diff (an older server), only the count. */
+function diffNote(count: number, diffs: (ConnectionDiff & { diffKnown: boolean })[]): RefreshNote {
+  const known = diffs.filter((d) => d.diffKnown);
+  return { tone: anyWaiting(known) ? "warn" : "ok", text: toolsSentence(count), diffs: known.length ? known : undefined };
+}
+
 function healthTone(h: HealthResult | null | undefined): string {
   if (!h) return "";
   return h.status === "healthy" ? "ok" : h.status === "unknown" ? "warn" : "danger";
@@ -102,7 +127,8 @@ function ConnectionRow({
   const invalidate = useInvalidateIntegration();
   const [editing, setEditing] = useState(false);
   const [removing, setRemoving] = useState(false);
-  const [note, setNote] = useState<{ tone: string; text: string; result?: HealthResult | null } | null>(null);
+  const [note, setNote] = useState<(RefreshNote & { result?: HealthResult | null }) | null>(null);
+  const invalidateChanges = useInvalidateToolChanges();
   const oauth = integration.authMethods.find((m) => m.template === connection.template)?.kind === "oauth";
   const expired = connection.expiresAt !== null && connection.expiresAt < Date.now() && !connection.lastHealth;
   const h = connection.lastHealth;
@@ -116,10 +142,11 @@ function ConnectionRow({
     onError: (e) => setNote({ tone: "danger", text: describeError(e) }),
   });
   const refresh = useMutation({
-    mutationFn: () => refreshConnection(connection),
-    onSuccess: (tools) => {
-      setNote({ tone: "ok", text: `Refreshed: ${tools.length} tool${tools.length === 1 ? "" : "s"}.` });
+    mutationFn: () => refreshConnectionDiff(connection),
+    onSuccess: (r) => {
+      setNote(diffNote(r.tools.length, [{ connection: connection.name, diff: r.diff, diffKnown: r.diffKnown }]));
       invalidate(integration.slug);
+      invalidateChanges();
     },
     onError: (e) => setNote({ tone: "danger", text: describeError(e) }),
   });
@@ -186,9 +213,7 @@ function ConnectionRow({
         (note.result !== undefined ? (
           <HealthVerdict result={note.result} />
         ) : (
-          <div className={`result-box ${note.tone}`} role="status">
-            {note.text}
-          </div>
+          <RefreshNoteBox integration={integration.slug} note={note} />
         ))}
       <EditDialog
         open={editing}
@@ -349,28 +374,34 @@ function ToolsTab({
 
 // ---- page -------------------------------------------------------------------------------
 
-function refreshIntegration(integration: Integration, connections: Connection[]): Promise<string> {
+function refreshIntegration(integration: Integration, connections: Connection[]): Promise<RefreshNote> {
   if (integration.kind === "openapi") {
     return api<{ toolCount: number; addedTools?: string[]; removedTools?: string[] }>(
       `/openapi/integrations/${encodeURIComponent(integration.slug)}/spec`,
       { method: "POST" },
-    ).then((r) => `Spec re-read: ${r.toolCount} tools (${r.addedTools?.length ?? 0} added, ${r.removedTools?.length ?? 0} removed).`);
+    ).then((r) => ({
+      tone: "ok",
+      text: `Spec re-read: ${r.toolCount} tools (${r.addedTools?.length ?? 0} added, ${r.removedTools?.length ?? 0} removed).`,
+    }));
   }
-  // Other kinds list tools per connection: refresh each; report every failure, none is undone
-  // because a refresh only re-reads the upstream's tool list.
+  // Other kinds list tools per connection: refresh each and say what changed; report every
+  // failure, none is undone because a refresh only re-reads the upstream's tool list.
   return (async () => {
-    if (connections.length === 0) return "Nothing to refresh: tools are read through a connection.";
+    if (connections.length === 0) return { tone: "ok", text: "Nothing to refresh: tools are read through a connection." };
     const failures: string[] = [];
+    const diffs: (ConnectionDiff & { diffKnown: boolean })[] = [];
     let count = 0;
     for (const c of connections) {
       try {
-        count = Math.max(count, (await refreshConnection(c)).length);
+        const r = await refreshConnectionDiff(c);
+        count = Math.max(count, r.tools.length);
+        diffs.push({ connection: c.name, diff: r.diff, diffKnown: r.diffKnown });
       } catch (e) {
         failures.push(`${c.name}: ${describeError(e)}`);
       }
     }
     if (failures.length) throw new Error(`Some connections could not be refreshed. ${failures.join(" · ")}`);
-    return `Refreshed: ${count} tools.`;
+    return diffNote(count, diffs);
   })();
 }
 
@@ -389,7 +420,8 @@ export default function IntegrationPage() {
   const invalidate = useInvalidateIntegration();
   const [editing, setEditing] = useState(false);
   const [deleting, setDeleting] = useState(false);
-  const [refreshNote, setRefreshNote] = useState<{ tone: string; text: string } | null>(null);
+  const [refreshNote, setRefreshNote] = useState<RefreshNote | null>(null);
+  const invalidateChanges = useInvalidateToolChanges();
 
   const setParams = (next: Record<string, string | null>) => {
     const p = new URLSearchParams(search);
@@ -403,9 +435,12 @@ export default function IntegrationPage() {
 
   const refresh = useMutation({
     mutationFn: () => refreshIntegration(integration.data!, connections.data ?? []),
-    onSuccess: (text) => setRefreshNote({ tone: "ok", text }),
+    onSuccess: setRefreshNote,
     onError: (e) => setRefreshNote({ tone: "danger", text: describeError(e) }),
-    onSettled: () => invalidate(slug),
+    onSettled: () => {
+      invalidate(slug);
+      invalidateChanges();
+    },
   });
 
   if (integration.isError) {
@@ -455,11 +490,7 @@ export default function IntegrationPage() {
           </>
         }
       />
-      {refreshNote && (
-        <div className={`result-box ${refreshNote.tone}`} role="status" style={{ marginTop: "0.75rem" }}>
-          {refreshNote.text}
-        </div>
-      )}
+      {refreshNote && <RefreshNoteBox integration={slug} note={refreshNote} style={{ marginTop: "0.75rem" }} />}
       <Tabs.Root value={tab} onValueChange={(v) => setParams({ tab: v === "tools" ? "tools" : null })} style={{ marginTop: "1.25rem" }}>
         <Tabs.List aria-label="Integration sections">
           <Tabs.Trigger value="connections">Connections{connections.data ? ` (${connections.data.length})` : ""}</Tabs.Trigger>
