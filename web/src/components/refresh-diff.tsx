@@ -25,12 +25,12 @@ export const anyWaiting = (diffs: ConnectionDiff[]): boolean =>
 
 export function RefreshDiff({ integration, diffs }: { integration: string; diffs: ConnectionDiff[] }) {
   const changed = diffs.filter((d) => !isEmptyDiff(d.diff));
-  if (changed.length === 0) return <p className="refresh-diff-line">No changes.</p>;
+  if (changed.length === 0) return <span>No changes.</span>;
   const label = diffs.length > 1;
   return (
     <div className="stack refresh-diff" style={{ gap: "0.35rem" }} data-testid="refresh-diff">
       {changed.map(({ connection, diff }) => (
-        <ul key={connection} className="plain-list stack" style={{ gap: "0.2rem" }} aria-label={`Changes of ${connection}`}>
+        <ul key={connection} className="refresh-diff-list stack" style={{ gap: "0.2rem" }} aria-label={`Changes of ${connection}`}>
           {label && (
             <li>
               <strong>{connection}</strong>

@@ -2,7 +2,7 @@
 // definition before and after, and for a change that pauses its tool's calls, accepting it.
 // `?integration=<slug>` shows one integration's only.
 
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { Link, useSearch } from "wouter";
 import { ownerLabel, formatTime } from "../api/team";
 import {
@@ -17,6 +17,8 @@ import {
 } from "../api/tool-changes";
 import { ConfirmDialog } from "../components/dialogs";
 import { ErrorNote } from "../components/fields";
+import "./integrations.css";
+import "./settings.css";
 import "./tool-changes.css";
 
 const LIMIT = 200;
@@ -28,9 +30,14 @@ export default function ToolChangesPage() {
   const integration = search.get("integration") ?? undefined;
   const all = useToolChanges({ integration, limit: LIMIT });
   const waiting = useToolChanges({ integration, pending: true, limit: LIMIT });
-  // Unset until the person chooses: on while anything waits.
+  // On when the page opens with anything waiting; then as the person sets it (accepting the last
+  // change does not flip the view under them).
   const [onlyWaiting, setOnlyWaiting] = useState<boolean | null>(null);
+  const [accepted, setAccepted] = useState<string | null>(null);
   const waitingCount = waiting.data?.length ?? 0;
+  useEffect(() => {
+    if (onlyWaiting === null && waiting.isSuccess) setOnlyWaiting(waiting.data.length > 0);
+  }, [onlyWaiting, waiting.isSuccess, waiting.data]);
   const only = onlyWaiting ?? waitingCount > 0;
   const list = only ? waiting : all;
   const rows = list.data ?? [];
@@ -67,6 +74,11 @@ export default function ToolChangesPage() {
           </span>
         )}
       </div>
+      {accepted && (
+        <p className="result-box ok" role="status">
+          Accepted the new definition of <code>{accepted}</code>: its calls no longer pause for this change.
+        </p>
+      )}
       <ErrorNote error={list.error} />
       {list.isPending ? (
         <p className="muted" role="status">
@@ -83,7 +95,7 @@ export default function ToolChangesPage() {
       ) : (
         <ul className="plain-list stack" aria-label={only ? "Changes waiting for acceptance" : "Recorded changes"}>
           {rows.map((c) => (
-            <ChangeItem key={c.id} change={c} />
+            <ChangeItem key={c.id} change={c} onAccepted={() => setAccepted(c.tool)} />
           ))}
         </ul>
       )}
@@ -92,7 +104,7 @@ export default function ToolChangesPage() {
   );
 }
 
-function ChangeItem({ change: c }: { change: ToolChange }) {
+function ChangeItem({ change: c, onAccepted }: { change: ToolChange; onAccepted: () => void }) {
   const [confirming, setConfirming] = useState(false);
   const accept = useAcceptToolChange();
   const waiting = isWaiting(c);
@@ -136,9 +148,9 @@ function ChangeItem({ change: c }: { change: ToolChange }) {
         )}
         {c.acceptedAt !== null && (
           <>
-            <dt>Accepted</dt>
+            <dt>Accepted by</dt>
             <dd data-testid="accepted-by">
-              by {c.acceptedBy ?? "someone"} on <time dateTime={new Date(c.acceptedAt).toISOString()}>{formatTime(c.acceptedAt)}</time>
+              {c.acceptedBy ?? "someone"} on <time dateTime={new Date(c.acceptedAt).toISOString()}>{formatTime(c.acceptedAt)}</time>
             </dd>
           </>
         )}
@@ -154,7 +166,10 @@ function ChangeItem({ change: c }: { change: ToolChange }) {
         onOpenChange={setConfirming}
         title={`Accept the new definition of ${c.tool}?`}
         confirm="Accept new definition"
-        onConfirm={() => accept.mutateAsync(c.id)}
+        onConfirm={async () => {
+          await accept.mutateAsync(c.id);
+          onAccepted();
+        }}
       >
         <p>
           Calls of <code>{c.address}</code> stop pausing for this change and run by their policies again (a destructive
