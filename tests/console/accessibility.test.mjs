@@ -45,6 +45,7 @@ const PAGES = () => [
   "/toolkits/support?tool=fixture.org.main.echo",
   "/toolkits/empty",
   "/executions",
+  "/tool-changes",
   `/resume/${paused}`,
   "/resume/exec_unknown",
   "/playground",
