@@ -4,7 +4,7 @@
 
 import { useEffect, useState } from "react";
 import { Link, useSearch } from "wouter";
-import { ownerLabel, formatTime } from "../api/team";
+import { formatTime, ownerLabel, useOwnerRights } from "../api/team";
 import {
   FIELD_LABEL,
   KIND_LABEL,
@@ -28,6 +28,7 @@ const KIND_TONE: Record<string, string> = { added: "ok", removed: "danger", chan
 export default function ToolChangesPage() {
   const search = new URLSearchParams(useSearch());
   const integration = search.get("integration") ?? undefined;
+  const rights = useOwnerRights();
   const all = useToolChanges({ integration, limit: LIMIT });
   const waiting = useToolChanges({ integration, pending: true, limit: LIMIT });
   // On when the page opens with anything waiting; then as the person sets it (accepting the last
@@ -95,7 +96,12 @@ export default function ToolChangesPage() {
       ) : (
         <ul className="plain-list stack" aria-label={only ? "Changes waiting for acceptance" : "Recorded changes"}>
           {rows.map((c) => (
-            <ChangeItem key={c.id} change={c} onAccepted={() => setAccepted(c.tool)} />
+            <ChangeItem
+              key={c.id}
+              change={c}
+              canAccept={c.owner === "user" || rights.canWriteOrg}
+              onAccepted={() => setAccepted(c.tool)}
+            />
           ))}
         </ul>
       )}
@@ -104,11 +110,12 @@ export default function ToolChangesPage() {
   );
 }
 
-function ChangeItem({ change: c, onAccepted }: { change: ToolChange; onAccepted: () => void }) {
+function ChangeItem({ change: c, canAccept, onAccepted }: { change: ToolChange; canAccept: boolean; onAccepted: () => void }) {
   const [confirming, setConfirming] = useState(false);
   const accept = useAcceptToolChange();
   const waiting = isWaiting(c);
   const headingId = `change-${c.id}`;
+  const hintId = `change-${c.id}-hint`;
   return (
     <li className={`card stack tool-change${waiting ? " waiting" : ""}`} aria-labelledby={headingId} data-testid={`tool-change-${c.tool}`}>
       <div className="page-header">
@@ -125,7 +132,13 @@ function ChangeItem({ change: c, onAccepted }: { change: ToolChange; onAccepted:
           </div>
         </div>
         {waiting && (
-          <button type="button" className="primary" onClick={() => setConfirming(true)}>
+          <button
+            type="button"
+            className="primary"
+            onClick={() => setConfirming(true)}
+            disabled={!canAccept}
+            aria-describedby={canAccept ? undefined : hintId}
+          >
             Accept new definition
           </button>
         )}
@@ -156,8 +169,9 @@ function ChangeItem({ change: c, onAccepted }: { change: ToolChange; onAccepted:
         )}
       </dl>
       {waiting && (
-        <p className="field-hint">
-          Every call of <code>{c.address}</code> pauses for a person until this definition is accepted.
+        <p className="field-hint" id={hintId}>
+          Every call of <code>{c.address}</code> pauses for a person until this definition is accepted
+          {canAccept ? "." : ": only workspace admins can accept a workspace connection's change."}
         </p>
       )}
       <Definitions change={c} />
