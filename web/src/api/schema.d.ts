@@ -3320,6 +3320,15 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description OrgWriteDeniedError: on the team server, a member who is not an admin (the OAuth probe: of a URL that is not an MCP integration's) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description InternalError: a fault of the server, with a traceId */
             500: {
                 headers: {
@@ -4147,6 +4156,15 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description OrgWriteDeniedError: on the team server, a member who is not an admin (the OAuth probe: of a URL that is not an MCP integration's) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description InternalError: a fault of the server, with a traceId */
             500: {
                 headers: {
@@ -4559,6 +4577,15 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description OrgWriteDeniedError: on the team server, a member who is not an admin (the OAuth probe: of a URL that is not an MCP integration's) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description InternalError: a fault of the server, with a traceId */
