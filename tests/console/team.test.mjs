@@ -287,7 +287,7 @@ test("team: setup, invite, join, roles, API keys, activity, sign out and in", T,
   await page.getByRole("button", { name: `Revoke ${spare}` }).click();
   await invites.getByText(spare).waitFor({ state: "detached" });
   const third = await call("POST", "/api/admin/invites", {}, { bearer: ownerToken });
-  const joined = await call("POST", "/api/auth/sign-up/email", { name: "Theo", email: "theo@example.com", password: "theo password", inviteCode: third.body.code });
+  const joined = await call("POST", "/api/auth/sign-up/email", { name: "Theo", email: "theo@example.com", password: "theo walks the amber canal", inviteCode: third.body.code });
   assert.equal(joined.status, 200, show(joined));
   await page.reload();
   await page.getByRole("button", { name: "Remove theo@example.com" }).click();
