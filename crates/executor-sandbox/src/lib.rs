@@ -125,6 +125,26 @@ pub enum HostReply {
 /// The outcome of one execution (the core type, so the engine formats it without conversion).
 pub use executor_core::RunOutput;
 
+/// Bytes that crossed between scripts and the host (arguments and replies, as JSON text) since
+/// [`take_transfer_over`] last said enough had: the allocator keeps the pages such traffic
+/// used (200,000-key arguments left the process 60 MB larger for good, issue #39), so the host
+/// hands them back once a lot has crossed. One count for the process, as its memory is.
+static TRANSFERRED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+pub(crate) fn count_transfer(bytes: usize) {
+    TRANSFERRED.fetch_add(bytes as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// `true`, and the count starts again, once at least `threshold` bytes have crossed.
+pub fn take_transfer_over(threshold: u64) -> bool {
+    use std::sync::atomic::Ordering;
+    TRANSFERRED
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n >= threshold).then_some(0)
+        })
+        .is_ok()
+}
+
 /// An output that is only an error.
 pub(crate) fn failed(message: impl Into<String>) -> RunOutput {
     RunOutput {

@@ -614,6 +614,7 @@ async fn dispatch(
     path: String,
     args: String,
 ) -> String {
+    crate::count_transfer(args.len());
     let args = if args.is_empty() {
         serde_json::Value::Null
     } else {
@@ -626,6 +627,7 @@ async fn dispatch(
         Ok(HostReply::Resolve(value)) => {
             let mut out = String::from("r");
             out.push_str(&value.to_string());
+            crate::count_transfer(out.len());
             if out.len() > HEAVY_REPLY_BYTES {
                 // QuickJS decodes it within this poll, where no interrupt handler runs.
                 guard.0.hand_off_once();

@@ -521,6 +521,7 @@ impl Engine {
             // otherwise queued for the history writer, which is immediate.
             journal.persist_finish(&inner, &completed).await;
             let _ = events_tx.send((None, ExecEvent::Done(completed)));
+            release_after_heavy_traffic(&inner);
         });
         Live {
             events: events_rx,
@@ -976,6 +977,20 @@ pub(crate) async fn sweep_expired(inner: &Inner, now: i64, leads: bool) {
     }
     for paused in abandoned {
         paused.abandon();
+    }
+}
+
+/// Scripts and the host moved this much since memory was last handed back: hand it back now.
+const TRIM_AFTER_TRANSFER_BYTES: u64 = 2 * 1024 * 1024;
+
+/// Hands the allocator's free pages back to the system (off the IO workers) once much data has
+/// crossed the sandbox's door since the last time; the idle process then returns to its size.
+fn release_after_heavy_traffic(inner: &Inner) {
+    if let Some(release) = &inner.release_memory
+        && executor_sandbox::take_transfer_over(TRIM_AFTER_TRANSFER_BYTES)
+    {
+        let release = release.clone();
+        inner.io.spawn_blocking(move || (release.0)());
     }
 }
 
