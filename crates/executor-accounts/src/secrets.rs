@@ -3,7 +3,7 @@
 //! CPU, which must not hold an IO worker, and 19 MiB, so only a few run at once: [`Hasher`]),
 //! invite and device codes people type.
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 use base64::Engine as _;
 use rand::Rng;
@@ -325,6 +325,7 @@ mod tests {
 
     #[test]
     fn hashes_made_in_a_reused_buffer_are_the_standard_ones() {
+        use argon2::password_hash::PasswordVerifier;
         let mut blocks = Blocks::new();
         let ours = hash_with(&mut blocks, b"a long enough secret").unwrap();
         // What the argon2 crate itself makes and checks, both ways, in the same buffer.

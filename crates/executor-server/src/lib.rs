@@ -3,6 +3,7 @@
 //! into `_tag`ged bodies.
 
 mod api_doc;
+mod approval_routes;
 mod auth;
 mod error;
 mod graphql_routes;

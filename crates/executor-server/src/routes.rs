@@ -75,6 +75,7 @@ pub(crate) fn router(engine: Engine, extra: Router<Engine>) -> Router {
         .route("/executions/{id}/journal", get(execution_journal))
         .route("/executions/{id}/resume", post(resume_execution))
         .merge(crate::mcp_routes::router())
+        .merge(crate::approval_routes::router())
         .merge(crate::graphql_routes::router())
         .merge(crate::openapi_routes::router())
         .merge(crate::health_routes::router())

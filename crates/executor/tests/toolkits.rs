@@ -699,3 +699,83 @@ async fn a_toolkit_answers_alike_for_tools_beyond_it_whether_they_exist_or_not()
         "{typo}"
     );
 }
+
+/// Issue #39 (item 5, the approval page): a pause made on a toolkit's endpoint in browser mode
+/// links to the session's approval routes, which answer it under the toolkit's rules for the
+/// person, while the global routes still cannot; the approval answers only that it was sent,
+/// and the result goes to the agent's waiting `resume`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approval_page_answers_a_toolkit_pause_through_its_session() {
+    let fixture = serve_stateful().await;
+    let h = Harness::start().await;
+    h.add_fixture(&fixture, "fx").await;
+    let gated = create_toolkit(&h, "org", "Gated").await;
+    grant(&h, &gated, "fx.org.main.*").await;
+    rule(
+        &h,
+        &gated,
+        "fx.org.main.delete_everything",
+        "require_approval",
+    )
+    .await;
+    let path = "/mcp/toolkits/gated?elicitation_mode=browser";
+    let session = h.mcp_session(path).await.unwrap();
+    let code = json!({"code": "return (await tools.fx.org.main.delete_everything({})).data"});
+    let paused = mcp_tool(&h, path, &session, "execute", code).await;
+    let structured = &paused["structuredContent"];
+    assert_eq!(structured["status"], "user_approval_required", "{paused}");
+    let id = structured["executionId"].as_str().unwrap().to_owned();
+    let url = structured["approvalUrl"].as_str().unwrap();
+    assert!(
+        url.ends_with(&format!("/resume/{id}?mcp_session_id={session}")),
+        "{url}"
+    );
+
+    // The global routes do not answer a toolkit's pause; the session's do, and only its own.
+    let (status, _) = h.get(&format!("/api/executions/{id}")).await;
+    assert_eq!(status, 404);
+    let (status, pending) = h
+        .get(&format!("/api/mcp-sessions/{session}/executions/{id}"))
+        .await;
+    assert_eq!(status, 200, "{pending}");
+    assert_eq!(pending["structured"]["executionId"], id.as_str());
+    let other = h.mcp_session("/mcp").await.unwrap();
+    for sid in [other.as_str(), "mcps_nope"] {
+        let (status, body) = h
+            .get(&format!("/api/mcp-sessions/{sid}/executions/{id}"))
+            .await;
+        assert_eq!(status, 404, "{sid}: {body}");
+    }
+    let (status, body) = h
+        .post(
+            &format!("/api/mcp-sessions/{session}/executions/{id}/resume"),
+            json!({"action": "maybe"}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        fixture.ledger.call_session_ids().len(),
+        0,
+        "nothing ran yet"
+    );
+
+    // The agent waits for the decision while the person approves on the page.
+    let waiting = mcp_tool(&h, path, &session, "resume", json!({"executionId": id}));
+    let approving = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        h.post(
+            &format!("/api/mcp-sessions/{session}/executions/{id}/resume"),
+            json!({"action": "accept"}),
+        )
+        .await
+    };
+    let (agent, (status, ack)) = tokio::join!(waiting, approving);
+    assert_eq!(status, 200, "{ack}");
+    assert_eq!(ack["text"], "I've approved it", "{ack}");
+    assert_eq!(ack["structured"]["status"], "approved");
+    assert!(
+        !ack.to_string().contains("deleted"),
+        "the approver gets no result: {ack}"
+    );
+    assert!(agent.to_string().contains("deleted"), "{agent}");
+}

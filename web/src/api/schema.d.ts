@@ -379,6 +379,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/mcp-sessions/{sid}/executions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A pending request of a pause made on an MCP session
+         * @description What the approval page shows for `/resume/<id>?mcp_session_id=<sid>`: the pause as the session's endpoint (the default one or a toolkit's) made it. Only the person whose execution it is sees it.
+         */
+        get: operations["session_paused"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/mcp-sessions/{sid}/executions/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer a pause made on an MCP session
+         * @description Accept, decline or cancel, under the rules of the session's endpoint. The answer says only what was sent (`I've approved it`); the agent's `resume` call, waiting on its session, gets the result.
+         */
+        post: operations["session_resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/mcp/probe": {
         parameters: {
             query?: never;
@@ -3261,6 +3301,123 @@ export interface operations {
                 };
             };
             /** @description IntegrationNotFoundError */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    session_paused: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The MCP session id */
+                sid: string;
+                /** @description The execution id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PausedExecution"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description ExecutionNotFoundError: no such pause on that session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description InternalError: a fault of the server, with a traceId */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    session_resume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The MCP session id */
+                sid: string;
+                /** @description The execution id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResumeBody"];
+            };
+        };
+        responses: {
+            /** @description `{status: "completed", text, structured: {status: "approved"|"denied"|"canceled", executionId}, isError: false}` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description HttpApiSchemaError: the body is not what the route takes */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing or wrong (text `Unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description ExecutionNotFoundError */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -14,8 +14,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::{
-    graphql_routes, health_routes, mcp_routes, oauth_routes, openapi_routes, routes, team,
-    toolkit_routes,
+    approval_routes, graphql_routes, health_routes, mcp_routes, oauth_routes, openapi_routes,
+    routes, team, toolkit_routes,
 };
 
 #[derive(OpenApi)]
@@ -39,6 +39,7 @@ use crate::{
         routes::list_tools, routes::tool_schema,
         routes::list_executions, routes::execute, routes::execution_events, routes::get_execution,
         routes::execution_journal, routes::resume_execution,
+        approval_routes::session_paused, approval_routes::session_resume,
         mcp_routes::probe_mcp, mcp_routes::add_mcp_server, mcp_routes::get_mcp_server,
         mcp_routes::remove_mcp_server, mcp_routes::set_config, mcp_routes::set_auth,
         graphql_routes::add_integration, graphql_routes::get_integration, graphql_routes::get_config,
@@ -318,6 +319,7 @@ mod tests {
         routes_in(&[
             include_str!("../routes.rs"),
             include_str!("../mcp_routes.rs"),
+            include_str!("../approval_routes.rs"),
             include_str!("../graphql_routes.rs"),
             include_str!("../openapi_routes.rs"),
             include_str!("../health_routes.rs"),

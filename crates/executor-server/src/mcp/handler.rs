@@ -271,7 +271,9 @@ impl ExecutorMcp {
                         .await;
                 }
                 ElicitationMode::Browser => match self.origin(context) {
-                    Some(origin) => return browser_paused(&paused, &origin),
+                    Some(origin) => {
+                        return browser_paused(&paused, &origin, session_id(context).as_deref());
+                    }
                     None => return paused_result(paused),
                 },
                 _ => return paused_result(paused),
@@ -669,9 +671,27 @@ fn paused_result(paused: Paused) -> CallToolResult {
     with_structured(text_result(paused.text, false), paused.structured)
 }
 
-fn browser_paused(paused: &Paused, origin: &str) -> CallToolResult {
+/// The `Mcp-Session-Id` the request came on (none for stateless requests).
+fn session_id(context: &RequestContext<RoleServer>) -> Option<String> {
+    ExecutorMcp::request_parts(&context.extensions)?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
+        .map(str::to_owned)
+}
+
+/// The approval link names the session (spec §4): the page answers the pause through it, under
+/// the rules of the endpoint that made it (a toolkit's pause is not the global API's to answer).
+fn browser_paused(paused: &Paused, origin: &str, session: Option<&str>) -> CallToolResult {
     let id = &paused.execution_id;
-    let approval_url = format!("{origin}/resume/{id}");
+    let approval_url = match session {
+        Some(sid) => format!(
+            "{origin}/resume/{id}?mcp_session_id={}",
+            url::form_urlencoded::byte_serialize(sid.as_bytes()).collect::<String>()
+        ),
+        None => format!("{origin}/resume/{id}"),
+    };
     let resume_prompt = format!("resume({{ executionId: \"{id}\" }})");
     let message = paused.structured["interaction"]["message"]
         .as_str()
