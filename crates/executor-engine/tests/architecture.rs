@@ -17,6 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "catalog",
         &[
+            "cache",
             "caller",
             "error",
             "names",

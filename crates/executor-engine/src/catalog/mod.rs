@@ -1214,6 +1214,39 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// `Ok` when the caller may make this server fetch `url` to learn what is there (the MCP
+    /// and OAuth probes, the OpenAPI preview): workspace admins and local owners any URL, since
+    /// adding an integration is theirs; a member only the OAuth metadata of an MCP server that
+    /// is already in the catalog, which connecting with OAuth needs (issue #39: members made the
+    /// server fetch any URL through these).
+    pub(crate) async fn ensure_may_probe(
+        &self,
+        caller: &Caller,
+        url: &str,
+        oauth_of_catalog: bool,
+    ) -> EngineResult<()> {
+        if self.may_write_org(caller).await? {
+            return Ok(());
+        }
+        if oauth_of_catalog {
+            let records = self.inner.store.list_integrations(caller.scope()).await?;
+            let wanted = url.trim();
+            if records.iter().any(|r| {
+                r.plugin_id == crate::kinds::mcp::PLUGIN_ID
+                    && crate::kinds::mcp::display_url(&r.config).as_deref() == Some(wanted)
+            }) {
+                return Ok(());
+            }
+        }
+        self.audit_denied(caller, "catalog.probe", "catalog", "probe a server");
+        Err(EngineError::OrgWriteDenied {
+            message: "Only workspace admins can make the server look at a URL that is not one of                       the workspace's integrations. Ask an admin to add it."
+                .to_owned(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
