@@ -543,7 +543,9 @@ async fn browser_mode_approval_page_and_long_poll() {
     assert_eq!(s["status"], "user_approval_required", "{}", text(&paused));
     let id = s["executionId"].as_str().unwrap().to_owned();
     let url = s["approvalUrl"].as_str().unwrap().to_owned();
-    assert_eq!(url, format!("{}/resume/{id}", h.base));
+    // The link names the session (spec §4), whose approval routes answer the pause.
+    let page_url = format!("{}/resume/{id}?mcp_session_id=", h.base);
+    assert!(url.starts_with(&page_url), "{url}");
     assert!(text(&paused).starts_with("User approval required."));
 
     // The page is the console's, public, and holds no data of the call (issue #17): it loads
