@@ -68,12 +68,7 @@ async fn session_resume(
     Path((sid, id)): Path<(String, String)>,
     ApiJson(body): ApiJson<crate::wire::ResumeBody>,
 ) -> ApiResult {
-    let action = ResumeAction::parse(&body.action).ok_or_else(|| {
-        ApiError::schema(format!(
-            "action must be \"accept\", \"decline\" or \"cancel\", got {:?}",
-            body.action
-        ))
-    })?;
+    let action = body.action()?;
     let caller = session_caller(&engine, caller, &sid, &id).await?;
     // Runs the execution on to its next pause or its end; what it returns is the agent's.
     engine.resume(&caller, &id, action, body.content).await?;

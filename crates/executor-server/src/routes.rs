@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use executor_core::Owner;
 use executor_engine::Caller;
-use executor_engine::{ConnectionInput, Engine, ResumeAction, ToolListFilter};
+use executor_engine::{ConnectionInput, Engine, ToolListFilter};
 use executor_store::ConnectionKey;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -686,12 +686,7 @@ async fn resume_execution(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<wire::ResumeBody>,
 ) -> ApiResult {
-    let action = ResumeAction::parse(&body.action).ok_or_else(|| {
-        ApiError::schema(format!(
-            "action must be \"accept\", \"decline\" or \"cancel\", got {:?}",
-            body.action
-        ))
-    })?;
+    let action = body.action()?;
     let outcome = engine.resume(&caller, &id, action, body.content).await?;
     ok(wire::outcome(&outcome))
 }

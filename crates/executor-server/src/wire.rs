@@ -409,6 +409,18 @@ pub(crate) struct ResumeBody {
     pub(crate) content: Option<Value>,
 }
 
+impl ResumeBody {
+    /// The action, or the 400 every resume route answers for another word.
+    pub(crate) fn action(&self) -> Result<executor_engine::ResumeAction, ApiError> {
+        executor_engine::ResumeAction::parse(&self.action).ok_or_else(|| {
+            ApiError::schema(format!(
+                "action must be \"accept\", \"decline\" or \"cancel\", got {:?}",
+                self.action
+            ))
+        })
+    }
+}
+
 #[derive(Deserialize, ToSchema)]
 pub(crate) struct CreatePolicyBody {
     pub(crate) owner: String,

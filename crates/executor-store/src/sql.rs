@@ -88,6 +88,29 @@ macro_rules! conn_key {
 }
 
 // After the macros, which they use.
+/// `AND integration = ? AND owner = ? AND connection = ?`, for the parts given: the filters of
+/// the tool and tool-change listings.
+fn push_address_filter(
+    sql: &mut String,
+    binds: &mut Vec<Option<String>>,
+    integration: Option<&str>,
+    owner: Option<Owner>,
+    connection: Option<&str>,
+) {
+    if let Some(integration) = integration {
+        sql.push_str(" AND integration = ?");
+        binds.push(Some(integration.to_owned()));
+    }
+    if let Some(owner) = owner {
+        sql.push_str(" AND owner = ?");
+        binds.push(Some(owner.as_str().to_owned()));
+    }
+    if let Some(connection) = connection {
+        sql.push_str(" AND connection = ?");
+        binds.push(Some(connection.to_owned()));
+    }
+}
+
 mod oauth;
 mod tool_changes;
 
@@ -1466,18 +1489,13 @@ impl Store for SqlStore {
         ));
         let mut binds: Vec<Option<String>> =
             vec![Some(scope.tenant.clone()), scope.subject.clone()];
-        if let Some(integration) = &filter.integration {
-            sql.push_str(" AND integration = ?");
-            binds.push(Some(integration.clone()));
-        }
-        if let Some(owner) = filter.owner {
-            sql.push_str(" AND owner = ?");
-            binds.push(Some(owner.as_str().to_owned()));
-        }
-        if let Some(connection) = &filter.connection {
-            sql.push_str(" AND connection = ?");
-            binds.push(Some(connection.clone()));
-        }
+        push_address_filter(
+            &mut sql,
+            &mut binds,
+            filter.integration.as_deref(),
+            filter.owner,
+            filter.connection.as_deref(),
+        );
         // SQLite's lower() folds ASCII only: an ASCII needle is matched in SQL, anything else is
         // matched here with full Unicode folding.
         let mut needle_in_rust = None;

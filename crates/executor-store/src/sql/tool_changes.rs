@@ -249,18 +249,13 @@ impl SqlStore {
             sql.push_str(" AND id = ?");
             binds.push(Some(id.clone()));
         }
-        if let Some(integration) = &filter.integration {
-            sql.push_str(" AND integration = ?");
-            binds.push(Some(integration.clone()));
-        }
-        if let Some(owner) = filter.owner {
-            sql.push_str(" AND owner = ?");
-            binds.push(Some(owner.as_str().to_owned()));
-        }
-        if let Some(connection) = &filter.connection {
-            sql.push_str(" AND connection = ?");
-            binds.push(Some(connection.clone()));
-        }
+        super::push_address_filter(
+            &mut sql,
+            &mut binds,
+            filter.integration.as_deref(),
+            filter.owner,
+            filter.connection.as_deref(),
+        );
         if filter.pending_only {
             sql.push_str(" AND requires_acceptance = 1 AND accepted_at IS NULL");
         }
