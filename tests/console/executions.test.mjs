@@ -68,7 +68,8 @@ test("a paused call shows live on /executions and is approved on /resume/<id>", 
   }
   const list = await c.open("/executions");
   await list.getByRole("heading", { name: "Executions" }).waitFor();
-  // The run starts after the page is open: it must appear without a reload.
+  // The run starts once the page follows the event stream: it must appear without a reload.
+  await list.getByRole("status").filter({ hasText: "Live" }).waitFor({ timeout: 10_000 });
   const r = await c.ex.api("POST", "/api/executions", { code: CODE });
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.status, "paused", r.text);
